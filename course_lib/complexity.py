@@ -1,0 +1,322 @@
+"""Doubling experiments: read an algorithm's growth rate off measured run times.
+
+Time a function at sizes ``n, 2n, 4n, ...``. If the time doubles each step the work grows
+like ``n``; if it quadruples, like ``n^2``. On a log-log plot ``seconds = c * n^k`` is a
+straight line of slope ``k``, so a least-squares line through ``(log n, log seconds)``
+estimates the exponent from every size at once instead of from one noisy ratio::
+
+    table = complexity.doubling(count_in_list, make_input, sizes=[1_000, 2_000, 4_000])
+    fit = complexity.exponent(table)      # Fit(slope=2.01, ..., verdict='about O(n^2)')
+    complexity.plot(table, fit)
+
+Size the inputs so each call takes at least a millisecond: below that, timer resolution,
+call overhead and a busy machine move the numbers more than the algorithm does.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["Fit", "doubling", "exponent", "plot"]
+
+# Captured once at import, as course_lib.timing does: a notebook that later rebinds
+# ``time.perf_counter`` cannot change what this module measures.
+_perf_counter = time.perf_counter
+
+# Rounds per size; the reported time is their median, so one interrupted round
+# (another process, a garbage collection) cannot decide the result.
+_ROUNDS = 5
+
+_NAMES = {0: "about O(1)", 1: "about O(n)"}
+
+
+@dataclass(frozen=True)
+class Fit:
+    """A straight line through ``(log10 n, log10 seconds)``.
+
+    Attributes
+    ----------
+    slope : float
+        The fitted exponent ``k`` in ``seconds ~ c * n^k``.
+    intercept : float
+        ``log10`` of the seconds the line predicts at ``n = 1`` (that is, ``log10 c``).
+    verdict : str
+        The nearest whole exponent in words, e.g. ``"about O(n^2)"``.
+    """
+
+    slope: float
+    intercept: float
+    verdict: str
+
+    def seconds(self, n: float | np.ndarray) -> float | np.ndarray:
+        """Seconds the fitted line predicts at size ``n`` (extrapolate with care).
+
+        Examples
+        --------
+        >>> Fit(slope=1.0, intercept=-6.0, verdict="about O(n)").seconds(1_000)
+        0.001
+        """
+        predicted = 10.0 ** (self.intercept + self.slope * np.log10(n))
+        return float(predicted) if np.ndim(predicted) == 0 else predicted
+
+    def __str__(self) -> str:
+        return f"slope {self.slope:.2f}: {self.verdict}"
+
+
+def doubling(
+    fn: Callable[[Any], Any],
+    make_input: Callable[[int], Any],
+    sizes: Sequence[int],
+    budget: float = 0.2,
+) -> pd.DataFrame:
+    """Time ``fn(make_input(n))`` at each size ``n`` and compare each time with the last.
+
+    For every size the input is built once by ``make_input(n)``, outside the timed
+    region, and ``fn`` is called once untimed (a warm-up that also calibrates the loop).
+    Then ``fn`` runs in up to five rounds of a calibrated number of calls, with garbage
+    collection paused as :mod:`timeit` does; the time reported is the median over rounds
+    of the seconds per call. ``fn`` is called on the same input object each time, so it
+    must not change its input (sort a copy, not the list itself).
+
+    Parameters
+    ----------
+    fn : callable
+        Called as ``fn(x)`` with ``x = make_input(n)``.
+    make_input : callable
+        ``make_input(n)`` returns the input of size ``n``.
+    sizes : sequence of int
+        At least two positive, strictly increasing sizes; doubling them
+        (``1_000, 2_000, 4_000, ...``) makes the ratio column easy to read.
+    budget : float, default 0.2
+        Roughly the seconds of timed calls spent on each size. A size whose single
+        call already takes longer than this is timed from that one call.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per size, columns ``n``, ``seconds`` (per call) and ``ratio`` (seconds
+        divided by the previous row's seconds; ``NaN`` in the first row). With doubled
+        sizes a ratio near 2 suggests O(n), near 4 O(n^2), near 8 O(n^3).
+
+    Examples
+    --------
+    >>> table = doubling(sorted, lambda n: list(range(n, 0, -1)), [1_000, 2_000], budget=0.01)
+    >>> list(table.columns)
+    ['n', 'seconds', 'ratio']
+    >>> table["n"].tolist()
+    [1000, 2000]
+    >>> bool(table["ratio"].isna().iloc[0])
+    True
+    """
+    _check_callable(fn, "fn")
+    _check_callable(make_input, "make_input")
+    sizes = _check_sizes(sizes)
+    _check_budget(budget)
+    seconds = [_seconds_per_call(fn, make_input(n), budget) for n in sizes]
+    table = pd.DataFrame({"n": sizes, "seconds": seconds})
+    table["ratio"] = table["seconds"] / table["seconds"].shift(1)
+    return table
+
+
+def exponent(
+    table_or_fn: pd.DataFrame | Callable[[Any], Any],
+    make_input: Callable[[int], Any] | None = None,
+    sizes: Sequence[int] | None = None,
+    budget: float = 0.2,
+) -> Fit:
+    """Fit ``log10(seconds) = slope * log10(n) + intercept`` by least squares.
+
+    Give either a table from :func:`doubling` (or any frame with columns ``n`` and
+    ``seconds``), or ``fn, make_input, sizes`` to run :func:`doubling` first.
+
+    The verdict names the nearest whole exponent: a slope below 0.5 reads
+    ``"about O(1)"``, 0.5 to 1.5 ``"about O(n)"``, 1.5 to 2.5 ``"about O(n^2)"``, and so
+    on. O(n log n) has no line of its own: over the sizes people time (n from 10^3 to
+    10^6) ``n log n`` has a log-log slope of about 1.1, so it reads ``"about O(n)"``;
+    a slope persistently a little above 1 is the hint. Constant factors, caches and
+    overheads bend real curves, so read the verdict as evidence, not proof.
+
+    Parameters
+    ----------
+    table_or_fn : DataFrame or callable
+        A doubling table, or the function to time.
+    make_input, sizes, budget
+        Passed to :func:`doubling` when ``table_or_fn`` is a function.
+
+    Returns
+    -------
+    Fit
+        ``slope``, ``intercept`` and ``verdict``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> n = [1_000, 2_000, 4_000, 8_000]
+    >>> fit = exponent(pd.DataFrame({"n": n, "seconds": [3e-9 * k**2 for k in n]}))
+    >>> round(fit.slope, 6), fit.verdict
+    (2.0, 'about O(n^2)')
+    """
+    if isinstance(table_or_fn, pd.DataFrame):
+        if make_input is not None or sizes is not None:
+            raise TypeError(
+                "give either a doubling table or (fn, make_input, sizes), not both: "
+                "a table already holds its measurements"
+            )
+        table = table_or_fn
+    elif callable(table_or_fn):
+        if make_input is None or sizes is None:
+            raise TypeError(
+                "to time a function, exponent needs make_input and sizes too, e.g. "
+                "exponent(fn, lambda n: list(range(n)), [1_000, 2_000, 4_000])"
+            )
+        table = doubling(table_or_fn, make_input, sizes, budget)
+    else:
+        raise TypeError(
+            "exponent expects a DataFrame from doubling() or a function to time, "
+            f"got {type(table_or_fn).__name__}"
+        )
+    n, seconds = _check_table(table)
+    slope, intercept = np.polyfit(np.log10(n), np.log10(seconds), 1)
+    return Fit(slope=float(slope), intercept=float(intercept), verdict=_verdict(float(slope)))
+
+
+def plot(table: pd.DataFrame, fit: Fit | None = None, ax: Any = None) -> Any:
+    """Plot seconds against ``n`` on log-log axes with the fitted line.
+
+    Parameters
+    ----------
+    table : DataFrame
+        From :func:`doubling` (columns ``n`` and ``seconds``).
+    fit : Fit, optional
+        The line to draw; fitted from ``table`` when omitted.
+    ax : matplotlib Axes, optional
+        Axes to draw on; a new figure is made when omitted.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"n": [100, 200, 400], "seconds": [1e-3, 2e-3, 4e-3]})
+    >>> ax = plot(t)
+    >>> ax.get_xscale(), ax.get_yscale()
+    ('log', 'log')
+    """
+    n, seconds = _check_table(table)
+    if fit is None:
+        fit = exponent(table)
+    elif not isinstance(fit, Fit):
+        raise TypeError(f"fit must be a Fit from exponent(), got {type(fit).__name__}")
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, ax = plt.subplots()
+    ax.loglog(n, seconds, "o", label="measured")
+    # Draw the line a little past the measured sizes so its slope is easy to see.
+    grid = np.geomspace(n.min() / 1.2, n.max() * 1.2, 50)
+    ax.loglog(grid, fit.seconds(grid), "-", label=f"fitted slope {fit.slope:.2f} ({fit.verdict})")
+    ax.set_xlabel("input size n")
+    ax.set_ylabel("seconds per call")
+    ax.set_title("Doubling experiment (log-log)")
+    ax.legend()
+    return ax
+
+
+# --- private helpers -------------------------------------------------------------------
+
+
+def _seconds_per_call(fn: Callable[[Any], Any], x: Any, budget: float) -> float:
+    # The warm-up call pays one-off costs (caches, lazy imports, JIT compilation) and
+    # tells us roughly how long one call takes, which sets the loop count.
+    first = _time_calls(fn, x, 1)
+    if first >= budget:
+        return first  # one call already spends the budget; repeating it only costs time
+    rounds = max(1, min(_ROUNDS, int(budget / max(first, 1e-9))))
+    loops = max(1, int(budget / (rounds * max(first, 1e-9))))
+    return statistics.median(_time_calls(fn, x, loops) / loops for _ in range(rounds))
+
+
+def _time_calls(fn: Callable[[Any], Any], x: Any, loops: int) -> float:
+    # Pause the garbage collector as timeit does: a collection triggered by earlier
+    # allocations would otherwise land in whichever call happens to be running.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        start = _perf_counter()
+        for _ in range(loops):
+            fn(x)
+        return _perf_counter() - start
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _verdict(slope: float) -> str:
+    k = max(0, math.floor(slope + 0.5))  # nearest whole exponent; halves round up
+    return _NAMES.get(k, f"about O(n^{k})")
+
+
+def _check_callable(obj: Any, name: str) -> None:
+    if not callable(obj):
+        raise TypeError(f"{name} must be callable, got {type(obj).__name__}")
+
+
+def _check_sizes(sizes: Sequence[int]) -> list[int]:
+    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__"):
+        raise TypeError(f"sizes must be a sequence of ints such as [1_000, 2_000, 4_000], got {sizes!r}")
+    sizes = list(sizes)
+    if len(sizes) < 2:
+        raise ValueError(
+            f"a doubling experiment needs at least two sizes to compare, got {sizes!r}"
+        )
+    for n in sizes:
+        if isinstance(n, bool) or not isinstance(n, Integral):
+            raise TypeError(f"sizes must be whole numbers, got {n!r}")
+        if n <= 0:
+            raise ValueError(f"sizes must be positive, got {n!r}")
+    if any(b <= a for a, b in zip(sizes, sizes[1:])):
+        raise ValueError(f"sizes must be strictly increasing, e.g. [1_000, 2_000, 4_000], got {sizes!r}")
+    return [int(n) for n in sizes]
+
+
+def _check_budget(budget: float) -> None:
+    if isinstance(budget, bool) or not isinstance(budget, Real):
+        raise TypeError(f"budget is a number of seconds, got {budget!r}")
+    if not (budget > 0 and math.isfinite(budget)):
+        raise ValueError(f"budget must be a positive, finite number of seconds, got {budget!r}")
+
+
+def _check_table(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"expected a DataFrame from doubling(), got {type(table).__name__}")
+    missing = {"n", "seconds"} - set(table.columns)
+    if missing:
+        raise ValueError(
+            f"the table needs columns 'n' and 'seconds' (as doubling() returns); missing {sorted(missing)}"
+        )
+    n = table["n"].to_numpy(dtype=float)
+    seconds = table["seconds"].to_numpy(dtype=float)
+    if len(n) < 2:
+        raise ValueError("fitting an exponent needs at least two sizes")
+    if not (np.all(np.isfinite(n)) and np.all(n > 0)):
+        raise ValueError("every n must be positive: a log-log fit takes log(n)")
+    if not (np.all(np.isfinite(seconds)) and np.all(seconds > 0)):
+        raise ValueError(
+            "every time must be positive and finite: a log-log fit takes log(seconds); "
+            "a zero time means the call was too quick to measure, so use larger sizes"
+        )
+    if len(np.unique(n)) < 2:
+        raise ValueError("the sizes must differ: a line through one n has no slope")
+    return n, seconds
