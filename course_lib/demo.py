@@ -50,11 +50,18 @@ class Demo:
     out: TextIO = field(default_factory=lambda: sys.stdout)
     runs: dict[str, tuple[timing.Stopwatch, pd.DataFrame]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    shown: set[str] = field(default_factory=set)
 
     def say(self, *lines: str) -> None:
         """Print lines to the demo's output."""
         for line in lines:
             print(line, file=self.out)
+
+    def once(self, key: str, *lines: str) -> None:
+        """Print lines the first time ``key`` comes up, and not again."""
+        if key not in self.shown:
+            self.shown.add(key)
+            self.say(*lines)
 
     def heading(self, title: str) -> None:
         """Print a section heading."""
@@ -109,12 +116,23 @@ def verify(demo: Demo) -> None:
         return
     scored = slow_result["score"].notna()
     diff = float(np.max(np.abs(slow_result["score"][scored] - fast_result["score"][scored])))
+    scores = "bit for bit as well" if diff == 0 else f"largest difference {diff:.1e}"
+    before, after = (_compute_share(sw) for sw in (slow, fast))
     demo.say(
         f"Results identical: {len(slow_result):,} users, order counts and GBP totals bit for bit; "
-        f"{int(scored.sum()):,} model scores, largest difference {diff:.1e}.",
+        f"{int(scored.sum()):,} model scores, {scores}.",
+        "",
         f"clean:     {slow.seconds['clean']:.3f} s -> {fast.seconds['clean']:.4f} s, "
         f"{_ratio(slow.seconds['clean'], fast.seconds['clean'])} faster",
         f"whole job: {slow.total:.3f} s -> {fast.total:.3f} s, {_ratio(slow.total, fast.total)} faster",
+        "",
+        f"Amdahl ceiling for an accelerator: {amdahl.ceiling(before):.2f}x before the fix, "
+        f"{amdahl.ceiling(after):.2f}x after it.",
+        (
+            "Compute now dominates the run: this is when an accelerator becomes worth discussing."
+            if after > 0.5
+            else "Compute is still less than half the run: look at the other stages before any accelerator."
+        ),
     )
 
 
@@ -138,14 +156,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _report(demo: Demo, sw: timing.Stopwatch, warm_name: str) -> None:
     table = sw.table()
     groups = datasets.buckets(table)
-    p = float(groups["share"].get("compute", 0.0))
+    p = _compute_share(sw)
     demo.say(
         "Stage table (wall = perf_counter, CPU = process_time, share of the wall total):",
         _format_times(table, total=sw.total, label="stage"),
         f"(the untimed warm-up run of this version took {demo.runs[warm_name][0].total:.3f} s)",
     )
     if (table["cpu_seconds"] > 1.2 * table["seconds"]).any():
-        demo.say(
+        demo.once(
+            "cpu above wall",
             "CPU above wall means more than one thread was busy: BLAS runs the matrix product on "
             "several cores, and its threads keep spinning briefly afterwards."
         )
@@ -159,6 +178,11 @@ def _report(demo: Demo, sw: timing.Stopwatch, warm_name: str) -> None:
     )
 
 
+def _compute_share(sw: timing.Stopwatch) -> float:
+    groups = datasets.buckets(sw.table())
+    return float(groups["share"].get("compute", 0.0))
+
+
 def _format_times(table: pd.DataFrame, total: float, label: str) -> str:
     shown = table.rename(columns={"seconds": "wall s", "cpu_seconds": "CPU s"})
     shown = shown[[c for c in ("wall s", "CPU s", "share", "stages") if c in shown.columns]]
@@ -166,7 +190,7 @@ def _format_times(table: pd.DataFrame, total: float, label: str) -> str:
     shown.loc["total"] = [totals[c] for c in shown.columns]
     shown.index.name = label
     formatters = {"wall s": "{:.3f}".format, "CPU s": "{:.3f}".format, "share": "{:.1%}".format}
-    return shown.to_string(formatters={c: f for c, f in formatters.items() if c in shown.columns})
+    return shown.to_string(col_space=8, formatters={c: f for c, f in formatters.items() if c in shown.columns})
 
 
 def _ratio(before: float, after: float) -> str:
