@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from course_lib import datasets
+from course_lib import datasets, timing
 
 # --- the orders -----------------------------------------------------------------------
 
@@ -198,13 +198,17 @@ def test_compute_rejects_bad_arguments():
 
 @pytest.fixture(scope="module")
 def jobs(tmp_path_factory):
-    """The slow and the fast job at n = 20,000, each run once to warm up, then timed."""
+    """The slow and the fast job at n = 20,000, each run once to warm up, then timed.
+
+    One round of the scoring model: its multi-threaded matrix product is what slows
+    down most when other processes share the machine, and these tests are about clean.
+    """
     workdir = tmp_path_factory.mktemp("etl")
     for vectorised in (False, True):
-        datasets.run_etl(20_000, workdir, vectorised=vectorised)
+        datasets.run_etl(20_000, workdir, vectorised=vectorised, rounds=1)
     return {
-        "slow": datasets.run_etl(20_000, workdir, vectorised=False),
-        "fast": datasets.run_etl(20_000, workdir, vectorised=True),
+        "slow": datasets.run_etl(20_000, workdir, vectorised=False, rounds=1),
+        "fast": datasets.run_etl(20_000, workdir, vectorised=True, rounds=1),
         "workdir": workdir,
     }
 
@@ -248,20 +252,29 @@ def test_results_match_notices_a_difference(jobs):
     assert not datasets.results_match(result, result.iloc[1:])
 
 
-def test_clean_dominates_the_slow_job_and_vectorising_shrinks_it(jobs):
+def test_vectorised_clean_is_many_times_faster():
+    orders = datasets.make_orders(20_000, seed=0)
+    # measured side by side with interleaved rounds: typically 20-35x on a 2-core machine,
+    # about 11x at worst with two busy competitors; 5x leaves room for a busy machine
+    result = timing.compare(datasets.clean_slow, datasets.clean_fast, args=(orders,), budget=0.6)
+    assert result.ratio >= 5 and result.low > 1, result
+
+
+def test_clean_dominates_the_slow_job_but_not_the_fast_one(jobs):
     (slow, _), (fast, _) = jobs["slow"], jobs["fast"]
-    slow_table = slow.table()
-    assert slow_table["seconds"].idxmax() == "clean"
-    # measured side by side: per-row apply is typically 20-30x the vectorised map at this
-    # size (2-core machine); 5x leaves room for a busy machine
-    assert slow.seconds["clean"] >= 5 * fast.seconds["clean"]
-    assert fast.table()["share"]["clean"] < slow_table["share"]["clean"]
+    slow_share, fast_share = slow.table()["share"]["clean"], fast.table()["share"]["clean"]
+    # measured: 0.52-0.70 of the slow job (the rest is CSV work and a one-round model),
+    # 0.04-0.14 of the fast one; the thresholds leave a factor of about 2 either way
+    assert slow_share >= 0.35
+    assert slow.seconds["clean"] > slow.seconds["load"]
+    assert slow_share >= 3 * fast_share
 
 
 def test_run_etl_without_workdir_cleans_up(tmp_path, monkeypatch):
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     sw, result = datasets.run_etl(200, vectorised=True, rounds=1)
     assert list(sw.seconds) == list(datasets.STAGES)
+    assert int(result["orders"].sum()) == 200
     assert list(tmp_path.iterdir()) == []
 
 
