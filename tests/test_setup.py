@@ -211,6 +211,15 @@ def test_readme_mentions_what_it_must():
         assert word in text, word
 
 
+def test_readme_python_examples_run(capsys):
+    text = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"^```python\n(.*?)^```", text, flags=re.M | re.S)
+    assert blocks, "README shows the library in use"
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {})
+    assert "share" in capsys.readouterr().out
+
+
 # --- helpers ---------------------------------------------------------------------------------
 
 
