@@ -1,0 +1,1618 @@
+"""The checks that nbgrader grade cells call: correctness first, then speed, hard to game.
+
+Every helper except :func:`speedup_points` is an *assertion*: it returns ``None``
+quietly when the submission passes and raises :class:`GradingError` (an
+``AssertionError``) with a message written for the student when it does not, so
+nbgrader scores the cell as failed. :func:`speedup_points` returns the points earned
+as a plain ``float``; as the last expression of a grade cell nbgrader records it as
+partial credit (nbgrader parses the cell's ``text/plain`` result with ``float()``,
+and anything above the cell's points is an error, so the value is clipped to
+``[0, points]``).
+
+Import this module in the locked first cell of an assignment, before any student
+code runs. The functions it relies on (the clocks, tracemalloc, the NumPy ufuncs that
+compare values, course_lib's timing, memory and complexity functions) are captured at
+that moment, so a notebook that later rebinds ``time.perf_counter`` or
+``numpy.allclose`` changes nothing here, and rebinding a clock is reported as
+:class:`TamperingDetected`.
+
+How a speed-up is graded
+------------------------
+1. **Correctness first.** ``make_args()`` is called for ``checks`` fresh inputs;
+   each input is deep-copied so the baseline computes the reference on data the
+   candidate never touched (a candidate that mutates its input cannot make the
+   reference agree with it). Any mismatch fails here, before anything is timed.
+   Two calls of ``make_args`` that return equal inputs are a configuration error
+   (``ValueError``): memoising on value would then win.
+2. **No microsecond verdicts.** A comparison is refused with
+   :class:`UnreliableMeasurement` when a candidate *exactly at the threshold*
+   would take under ``min_call_seconds`` (1 ms) per call, that is when
+   ``baseline_seconds * min(1, 1 / at_least) < min_call_seconds``: ratios of
+   microsecond calls moved by more than 2x on a loaded machine. This depends only
+   on the reference and the threshold, so it is the instructor's configuration
+   that is refused, never a student for being fast (a candidate faster than the
+   threshold is far from the verdict boundary, where noise cannot flip it).
+3. **Measurement.** :func:`course_lib.timing.compare` with interleaved rounds and
+   ``make_args`` called for every timed call, so memoising on identity or value
+   gains nothing. Every timed result goes through ``check``: its type and dtype are
+   compared with the reference's on every call, and its values with
+   ``baseline(*pristine_copy)`` on every call when that costs at most
+   ``verify_budget`` seconds (default ``2 * budget``), otherwise on a random sample,
+   drawn from ``os.urandom`` and unpredictable to the submission, of at least 10
+   calls and as many as the verify budget allows. A submission that returns garbage
+   on a share ``f`` of its calls is caught with probability ``1 - (1 - f)**k`` for
+   ``k`` verified calls.
+4. **Verdict.** ``needed = at_least * (1 - margin)`` with ``margin = 0.1``: the
+   submission passes when the measured speed-up (the median of the paired round
+   ratios) is at least ``needed``. When the confidence interval ``[low, high]``
+   straddles ``needed`` the result is too close to call, and a second measurement
+   of the same budget is taken; the verdict then uses the median of all rounds.
+
+Why this rule: a submission whose true speed-up is 1.5 times the threshold passes
+unless its measured ratio falls by 40% (to 0.9 of the threshold), and one at two
+thirds of it fails unless its measured ratio rises by 35%. Medians of paired rounds
+stay within about 20% of their quiet value under a busy competitor process when the
+calls take a millisecond or more, so both verdicts hold with a wide safety factor.
+The margin leans towards the student because load mostly *compresses* measured
+ratios (both sides pay the same interruptions, which dilutes the difference).
+
+What this resists, and what it does not
+---------------------------------------
+Resisted: rebinding ``time.perf_counter`` / ``process_time`` / ``monotonic_ns``
+before or after import; replacing course_lib's timing, memory or complexity
+functions, or tracemalloc's functions; clocks that return constants or scaled
+values (the measured times are cross-checked against ``time.monotonic_ns``);
+memoising on input identity or value; results that are ndarray, float or DataFrame
+subclasses, or any object with a lying ``__eq__`` / ``__array__`` /
+``__array_ufunc__``; patching ``numpy.allclose``, ``numpy.array_equal``,
+``numpy.testing`` or ``pandas.testing`` (none of them is used); correct results for
+the first calls and garbage later; mutating the input. Not resisted: code in the
+student's kernel can in principle do anything (rebind this module's own globals,
+patch pandas internals or builtins, read the hidden tests from memory, or exit the
+kernel). Those need the sandboxed grading of a later issue.
+
+Examples
+--------
+>>> import numpy as np
+>>> assert_same(np.array([1.0, 2.0]), np.array([1.0, 2.0]))
+>>> assert_same(np.array([1.0, 2.5]), np.array([1.0, 2.0]))
+Traceback (most recent call last):
+    ...
+course_lib.grading.GradingError: Your result differs from the reference: result: 1 of 2 values differ; first at [1]: got 2.5, expected 2.0 (difference 0.5, allowed 2e-09)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import datetime
+import gc
+import inspect
+import io
+import math
+import os
+import reprlib
+import statistics
+import sys
+import time
+import tracemalloc
+import types
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from course_lib import complexity, memory, timing
+
+__all__ = [
+    "GradingError",
+    "TamperingDetected",
+    "UnreliableMeasurement",
+    "assert_same",
+    "assert_speedup",
+    "speedup_points",
+    "assert_peak_memory_below",
+    "assert_scaling",
+]
+
+
+class GradingError(AssertionError):
+    """A grading check failed; the message says what differs or what was needed."""
+
+
+class TamperingDetected(GradingError):
+    """The measuring instruments (clocks, tracemalloc, course_lib) were interfered with.
+
+    The message always starts with ``"Tampering detected:"`` so that a grading report
+    can flag the submission.
+    """
+
+    def __init__(self, detail: str) -> None:
+        prefix = "Tampering detected:"
+        super().__init__(detail if detail.startswith(prefix) else f"{prefix} {detail}")
+
+
+class UnreliableMeasurement(GradingError):
+    """The grading configuration asks for a measurement that cannot be trusted.
+
+    Raised for the instructor, not the student: the inputs are so small that the
+    calls take microseconds, where measured ratios move by more than 2x under load.
+    """
+
+
+# ---------------------------------------------------------------------------
+# Everything the checks rely on, captured at import (before student code runs)
+# ---------------------------------------------------------------------------
+
+_TIME_MODULE = time
+_perf_counter = time.perf_counter
+_process_time = time.process_time
+_monotonic_ns = time.monotonic_ns
+_CLOCKS = {"perf_counter": _perf_counter, "process_time": _process_time, "monotonic_ns": _monotonic_ns}
+
+_TRACEMALLOC_MODULE = tracemalloc
+_TRACEMALLOC_NAMES = ("start", "stop", "is_tracing", "get_traced_memory", "reset_peak")
+_TRACEMALLOC = {name: getattr(tracemalloc, name) for name in _TRACEMALLOC_NAMES}
+_tm_start = tracemalloc.start
+_tm_stop = tracemalloc.stop
+_tm_is_tracing = tracemalloc.is_tracing
+_tm_get = tracemalloc.get_traced_memory
+
+# Values are compared with ufuncs on plain ndarrays: a ufunc object cannot be
+# patched, and on exact ndarray operands no __array_ufunc__ override can intercept it.
+_asarray = np.asarray
+_equal = np.equal
+_isnan = np.isnan
+_absolute = np.absolute
+_subtract = np.subtract
+_multiply = np.multiply
+_add = np.add
+_less_equal = np.less_equal
+_logical_and = np.logical_and
+_logical_or = np.logical_or
+_logical_not = np.logical_not
+_flatnonzero = np.flatnonzero
+_unravel_index = np.unravel_index
+_errstate = np.errstate
+_float64 = np.float64
+_default_rng = np.random.default_rng
+_deepcopy = copy.deepcopy
+_urandom = os.urandom
+
+_compare = timing.compare
+_clock_tampered = timing.clock_tampered
+_peak = memory.peak
+_fmt_bytes = memory.fmt_bytes
+_exponent = complexity.exponent
+
+# Every global of the measuring modules, by identity: rebinding any of them (a clock,
+# compare's timed loop, tracemalloc inside memory) after this import is tampering.
+_SNAPSHOTS = {mod.__name__: (mod, dict(vars(mod))) for mod in (timing, memory, complexity)}
+_MISSING = object()
+
+
+def _accessor(cls: type, name: str) -> Callable[[Any], Any]:
+    # The attribute as the class defined it at import; a later ``pd.Series.to_numpy =``
+    # in the notebook does not change what we read.
+    attr = inspect.getattr_static(cls, name)
+    get = attr.__get__
+    return lambda obj: get(obj, cls)
+
+
+_INDEX_CLASSES = (
+    pd.Index, pd.RangeIndex, pd.MultiIndex, pd.DatetimeIndex, pd.TimedeltaIndex,
+    pd.PeriodIndex, pd.CategoricalIndex, pd.IntervalIndex,
+)
+_GET = {}
+for _cls, _names in [
+    (pd.Series, ("index", "name", "dtype", "to_numpy", "shape")),
+    (pd.DataFrame, ("index", "columns", "shape", "iloc")),
+    *[(c, ("names", "dtype", "to_numpy", "shape")) for c in _INDEX_CLASSES],
+]:
+    for _name in _names:
+        _GET[(id(_cls), _name)] = _accessor(_cls, _name)
+del _cls, _names, _name
+
+
+def _get(obj: Any, name: str) -> Any:
+    return _GET[(id(type(obj)), name)](obj)
+
+
+def _build_kinds() -> dict[int, tuple[str, type]]:
+    kinds: dict[type, str] = {
+        type(None): "none", bool: "bool", int: "int", float: "float", complex: "complex",
+        str: "str", bytes: "bytes", tuple: "tuple", list: "list", dict: "dict",
+        set: "set", frozenset: "frozenset", np.ndarray: "ndarray",
+        pd.Series: "series", pd.DataFrame: "frame", pd.Timestamp: "timestamp",
+        pd.Timedelta: "timedelta", type(pd.NaT): "nat", type(pd.NA): "na",
+        datetime.datetime: "datetime", datetime.date: "date", datetime.timedelta: "pytimedelta",
+    }
+    kinds.update({cls: "index" for cls in _INDEX_CLASSES})
+    for t in set(np.sctypeDict.values()):
+        for base, kind in [
+            (np.bool_, "bool"), (np.integer, "int"), (np.floating, "float"),
+            (np.complexfloating, "complex"), (np.str_, "str"), (np.bytes_, "bytes"),
+            (np.datetime64, "datetime64"), (np.timedelta64, "timedelta64"),
+        ]:
+            if issubclass(t, base):
+                kinds[t] = kind
+                break
+    # Keyed by id(type): a dict lookup keyed by the type itself would call the
+    # metaclass __eq__ of a student's class, which could claim to equal ``float``.
+    return {id(t): (kind, t) for t, kind in kinds.items()}
+
+
+_KINDS = _build_kinds()
+_NAMES = {
+    "none": "None", "ndarray": "numpy.ndarray", "series": "pandas.Series",
+    "frame": "pandas.DataFrame", "index": "pandas.Index", "timestamp": "pandas.Timestamp",
+    "timedelta": "pandas.Timedelta", "nat": "pandas.NaT", "na": "pandas.NA",
+    "datetime": "datetime.datetime", "date": "datetime.date",
+    "pytimedelta": "datetime.timedelta", "datetime64": "numpy.datetime64",
+    "timedelta64": "numpy.timedelta64",
+}
+_NUMBERS = frozenset({"bool", "int", "float", "complex"})
+_HASHABLE = frozenset(
+    {"none", "bool", "int", "float", "complex", "str", "bytes", "timestamp", "timedelta",
+     "nat", "datetime", "date", "pytimedelta", "datetime64", "timedelta64"}
+)
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = 60
+_REPR.maxother = 60
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 6
+
+# Verification of timed results: at least this many are checked against the
+# reference, however expensive the reference is.
+_MIN_VERIFIED = 10
+_OUTPUT_SHOWN = 2000  # characters of captured output attached to a failure
+
+
+@dataclasses.dataclass(frozen=True)
+class _Tolerance:
+    rtol: float
+    atol: float
+    check_dtype: bool
+
+
+_EXACT = _Tolerance(0.0, 0.0, True)
+
+
+# ---------------------------------------------------------------------------
+# assert_same
+# ---------------------------------------------------------------------------
+
+
+def assert_same(
+    actual: Any,
+    expected: Any,
+    rtol: float = 1e-9,
+    atol: float = 0.0,
+    *,
+    check_dtype: bool = True,
+) -> None:
+    """Check that ``actual`` equals the reference ``expected``, or say what differs.
+
+    Both sides must be plain values: ``None``, ``bool``, ``int``, ``float``,
+    ``complex``, ``str``, ``bytes``, NumPy scalars, ``numpy.ndarray``,
+    ``pandas.Series`` / ``DataFrame`` / ``Index``, pandas and ``datetime``
+    timestamps, and ``tuple`` / ``list`` / ``dict`` / ``set`` of those, recursively.
+    Types are checked exactly (``type(x) is float``), so a subclass or an object with
+    its own ``__eq__`` fails with "expected a float, got MyFloat" instead of being
+    asked whether it is equal; its methods are never called.
+
+    Checked in order: type, length / shape, dtype, index and columns (labels, names,
+    dtype), then values. Floating-point values match when
+    ``|actual - expected| <= atol + rtol * |expected|``; NaN matches NaN in the same
+    position; integers, booleans, strings and timestamps must be equal exactly.
+    Python and NumPy scalars of the same kind are interchangeable (``3.0`` and
+    ``np.float64(3.0)``).
+
+    Parameters
+    ----------
+    actual : object
+        The submission's result.
+    expected : object
+        The reference result (from the instructor's solution).
+    rtol, atol : float
+        Relative and absolute tolerance for floating-point values.
+    check_dtype : bool, default True
+        Require equal dtypes (``int64`` vs ``float64`` is a difference). With
+        ``False`` numbers are compared by value across integer, float and bool dtypes.
+
+    Raises
+    ------
+    GradingError
+        When the values differ: the message names the place (``result[2]['total']``,
+        a row label and column), what differs (type, shape, dtype, labels) and, for
+        values, how many differ and the first one with both values.
+    TypeError
+        When ``expected`` is not a plain value (a grading configuration error).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> assert_same(0.1 + 0.2, 0.3)
+    >>> assert_same({"a": [1, 2]}, {"a": [1, 3]})
+    Traceback (most recent call last):
+        ...
+    course_lib.grading.GradingError: Your result differs from the reference: result['a'][1]: got 2, expected 3
+    >>> assert_same(pd.Series([1.0, 2.0], index=["x", "y"]), pd.Series([1.0, 2.5], index=["x", "y"]))
+    Traceback (most recent call last):
+        ...
+    course_lib.grading.GradingError: Your result differs from the reference: result: 1 of 2 values differ; first at position 1 (index label 'y'): got 2.0, expected 2.5 (difference 0.5, allowed 2.5e-09)
+    """
+    tol = _tolerance(rtol, atol, check_dtype)
+    problem = _problem(actual, expected, tol)
+    if problem is not None:
+        raise GradingError(f"Your result differs from the reference: {problem}")
+
+
+# ---------------------------------------------------------------------------
+# Speed
+# ---------------------------------------------------------------------------
+
+
+def assert_speedup(
+    candidate: Callable[..., Any],
+    baseline: Callable[..., Any],
+    make_args: Callable[[], tuple[Any, ...]],
+    at_least: float,
+    budget: float = 1.0,
+    *,
+    check: Callable[[Any, Any], Any] | None = None,
+    rtol: float = 1e-9,
+    atol: float = 0.0,
+    margin: float = 0.1,
+    min_call_seconds: float = 1e-3,
+    checks: int = 3,
+    verify_budget: float | None = None,
+) -> None:
+    """Check that ``candidate`` agrees with ``baseline`` and is ``at_least`` times faster.
+
+    See the module docstring for the procedure. In short: ``checks`` fresh inputs
+    must give the same result on both sides (each side gets its own deep copy);
+    then :func:`course_lib.timing.compare` measures the speed-up with fresh inputs
+    for every call and every timed result checked; the submission passes when the
+    measured speed-up (median of paired rounds) reaches ``at_least * (1 - margin)``.
+
+    Parameters
+    ----------
+    candidate : callable
+        The submission, called as ``candidate(*make_args())``.
+    baseline : callable
+        The reference implementation, called the same way.
+    make_args : callable
+        Zero-argument function returning a tuple of positional arguments; it must
+        return new, random inputs on every call.
+    at_least : float
+        The required speed-up, time(baseline) / time(candidate).
+    budget : float, default 1.0
+        Seconds of timed rounds (input generation and checks come on top).
+    check : callable, optional
+        ``check(result, expected)``, raising ``AssertionError`` on a mismatch; by
+        default :func:`assert_same` with ``rtol`` and ``atol``.
+    rtol, atol : float
+        Tolerances of the default check.
+    margin : float, default 0.1
+        Share of ``at_least`` forgiven for measurement noise.
+    min_call_seconds : float, default 0.001
+        Refuse configurations in which a candidate at the threshold would take
+        less than this per call.
+    checks : int, default 3
+        Fresh inputs checked for correctness before timing (at least 2).
+    verify_budget : float, optional
+        Seconds of reference calls spent verifying timed results; ``None`` means
+        ``2 * budget``, ``math.inf`` verifies every timed result.
+
+    Raises
+    ------
+    GradingError
+        Wrong result (before or during timing), an exception in the candidate, or a
+        speed-up below what was needed (with the measured ratio and its interval).
+    TamperingDetected
+        A clock, tracemalloc or course_lib's measuring code was replaced.
+    UnreliableMeasurement
+        The inputs are too small to measure (an instructor's configuration problem).
+
+    Examples
+    --------
+    >>> import random
+    >>> make_args = lambda: ([random.random() for _ in range(5)],)
+    >>> assert_speedup(sorted, sorted, make_args, at_least=2, budget=0.05)
+    Traceback (most recent call last):
+        ...
+    course_lib.grading.UnreliableMeasurement: Unreliable measurement ...
+    """
+    _check_number(at_least, "at_least", positive=True)
+    settings = _speed_settings(budget, margin, min_call_seconds, checks, verify_budget, check, rtol, atol)
+    needed = at_least * (1.0 - margin)
+    with _grading_session():
+        result = _measure_speedup(candidate, baseline, make_args, settings, fastest=at_least, boundaries=(needed,))
+        if not result.ratio >= needed:
+            raise GradingError(
+                f"Not fast enough: your function measured {_fmt_ratio(result.ratio)}x as fast as "
+                f"the reference ({result.describe()}); this test needs a speed-up of "
+                f"{_fmt_ratio(at_least)}x (a measured {_fmt_ratio(needed)}x passes, allowing "
+                f"{margin:.0%} for measurement noise)."
+            )
+
+
+def speedup_points(
+    candidate: Callable[..., Any],
+    baseline: Callable[..., Any],
+    make_args: Callable[[], tuple[Any, ...]],
+    full_at: float,
+    zero_at: float,
+    points: float,
+    budget: float = 1.0,
+    *,
+    check: Callable[[Any, Any], Any] | None = None,
+    rtol: float = 1e-9,
+    atol: float = 0.0,
+    margin: float = 0.1,
+    min_call_seconds: float = 1e-3,
+    checks: int = 3,
+    verify_budget: float | None = None,
+) -> float:
+    """Partial credit for a speed-up: 0 at ``zero_at``, ``points`` at ``full_at``.
+
+    Correctness comes first, as in :func:`assert_speedup`: a wrong result raises
+    :class:`GradingError`, which nbgrader scores as 0 and shows the message. Then
+    the credit is linear in ``log(speed-up)`` between the two thresholds (each
+    lowered by ``margin``, as in :func:`assert_speedup`, so that
+    ``assert_speedup(..., at_least=full_at)`` passes exactly when this gives full
+    points), clipped to ``[0, points]`` and rounded to 2 decimals.
+
+    Make this call the last expression of the grade cell and give the cell the same
+    ``points``: nbgrader records the value as the cell's score (a number above the
+    cell's points is an error in nbgrader). The value is a plain ``float`` because
+    nbgrader parses the ``text/plain`` output with ``float()``, which the repr of a
+    NumPy scalar (``np.float64(2.5)``) would defeat.
+
+    Parameters
+    ----------
+    candidate, baseline, make_args, budget, check, rtol, atol, margin,
+    min_call_seconds, checks, verify_budget
+        As for :func:`assert_speedup`; ``min_call_seconds`` applies to a candidate at
+        ``full_at``.
+    full_at : float
+        Speed-up earning all the points.
+    zero_at : float
+        Speed-up earning none; must be below ``full_at``.
+    points : float
+        The points of the grade cell.
+
+    Returns
+    -------
+    float
+        Points earned, between 0 and ``points``.
+
+    Examples
+    --------
+    A speed-up of 10 between ``zero_at=2`` and ``full_at=50`` earns half the
+    points, since 10 is halfway between 2 and 50 on a log scale:
+
+    >>> round(_points_for(10 / 0.9, full_at=50, zero_at=2, points=4, margin=0.1), 2)
+    2.0
+    """
+    _check_number(full_at, "full_at", positive=True)
+    _check_number(zero_at, "zero_at", positive=True)
+    _check_number(points, "points", positive=True)
+    if not zero_at < full_at:
+        raise ValueError(
+            f"zero_at must be below full_at (credit grows with the speed-up), "
+            f"got zero_at={zero_at!r}, full_at={full_at!r}"
+        )
+    settings = _speed_settings(budget, margin, min_call_seconds, checks, verify_budget, check, rtol, atol)
+    boundaries = (zero_at * (1.0 - margin), full_at * (1.0 - margin))
+    with _grading_session():
+        result = _measure_speedup(candidate, baseline, make_args, settings, fastest=full_at, boundaries=boundaries)
+    return _points_for(result.ratio, full_at, zero_at, points, margin)
+
+
+# ---------------------------------------------------------------------------
+# Memory and scaling
+# ---------------------------------------------------------------------------
+
+
+def assert_peak_memory_below(fn: Callable[..., Any], limit: int | str, /, *args: Any, **kwargs: Any) -> None:
+    """Check that ``fn(*args, **kwargs)`` peaks below ``limit`` bytes of traced memory.
+
+    Measured with :func:`course_lib.memory.peak` (tracemalloc, which sees Python
+    objects and NumPy buffers). tracemalloc's functions and ``memory.peak`` are
+    checked against the ones captured at import, and the peak is cross-checked with
+    tracemalloc's own process-wide peak.
+
+    Parameters
+    ----------
+    fn : callable
+        The function to run once.
+    limit : int or str
+        Bytes, or a string such as ``"50 MB"`` (decimal units B, kB, MB, GB; binary
+        KiB, MiB, GiB also accepted).
+    *args, **kwargs
+        Passed to ``fn``.
+
+    Raises
+    ------
+    GradingError
+        The peak reached the limit (the message gives both), or ``fn`` raised.
+    TamperingDetected
+        tracemalloc or course_lib.memory was replaced.
+
+    Examples
+    --------
+    >>> assert_peak_memory_below(lambda n: [0] * n, "1 MB", 1_000)
+    >>> assert_peak_memory_below(lambda n: [0] * n, "1 MB", 1_000_000)
+    Traceback (most recent call last):
+        ...
+    course_lib.grading.GradingError: Too much memory: your function's peak traced memory was 8.0 MB; the limit is 1.0 MB.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be a function, got {type(fn).__name__}")
+    limit_bytes = _parse_bytes(limit)
+    with _grading_session():
+        _raise_if_tampered()
+        started = not _tm_is_tracing()
+        if started:
+            _tm_start()
+        try:
+            before = _tm_get()[0]
+            try:
+                measured = _peak(fn, *args, **kwargs)
+            except GradingError:
+                raise
+            except Exception as exc:
+                raise GradingError(f"Your function raised {type(exc).__name__}: {exc}") from exc
+            high = _tm_get()[1]
+        finally:
+            if started and _tm_is_tracing():
+                _tm_stop()
+        _raise_if_tampered()
+        independent = max(0, high - before)
+        if abs(measured.peak - independent) > 0.1 * independent + 1_000_000:
+            raise TamperingDetected(
+                f"the measured peak ({_fmt_bytes(measured.peak)}) disagrees with tracemalloc's "
+                f"own counter ({_fmt_bytes(independent)}): the memory measurement was tampered with"
+            )
+        if measured.peak >= limit_bytes:
+            raise GradingError(
+                f"Too much memory: your function's peak traced memory was "
+                f"{_fmt_bytes(measured.peak)}; the limit is {_fmt_bytes(limit_bytes)}."
+            )
+
+
+def assert_scaling(
+    fn: Callable[[Any], Any],
+    make_input: Callable[[int], Any],
+    sizes: Sequence[int],
+    max_exponent: float,
+    *,
+    budget: float = 0.2,
+    margin: float = 0.1,
+    min_call_seconds: float = 1e-3,
+) -> None:
+    """Check that the run time of ``fn`` grows no faster than ``n ** max_exponent``.
+
+    Times ``fn(make_input(n))`` at each size, every call on a fresh input (unlike
+    :func:`course_lib.complexity.doubling`, which reuses one input per size: a
+    submission memoising on its input would look O(1) there), fits the log-log
+    exponent with :func:`course_lib.complexity.exponent` and fails when the fitted
+    exponent exceeds ``max_exponent + margin``. The margin (0.1 by default) absorbs
+    fitting noise: measured exponents of a linear function spread by about +-0.2 on
+    a busy machine, well short of the 1.0 that separates O(n) from O(n^2).
+
+    Parameters
+    ----------
+    fn : callable
+        Called as ``fn(x)`` with ``x = make_input(n)``.
+    make_input : callable
+        ``make_input(n)`` returns a new, random input of size ``n``.
+    sizes : sequence of int
+        At least two increasing sizes, e.g. doubling ``[1_000, 2_000, 4_000, 8_000]``.
+    max_exponent : float
+        The largest acceptable exponent, e.g. 1.5 to accept O(n) and O(n log n) and
+        reject O(n^2).
+    budget : float, default 0.2
+        About the seconds of timed calls per size.
+    margin : float, default 0.1
+        Added to ``max_exponent`` before comparing.
+    min_call_seconds : float, default 0.001
+        Refuse sizes whose largest call takes less than this.
+
+    Raises
+    ------
+    GradingError
+        The exponent is too large (the message has the fitted exponent, the verdict
+        and the doubling table), or ``fn`` raised.
+    UnreliableMeasurement
+        Even the largest size runs in microseconds (instructor: use larger sizes).
+    TamperingDetected
+        A clock or course_lib's measuring code was replaced.
+    """
+    for obj, name in ((fn, "fn"), (make_input, "make_input")):
+        if not callable(obj):
+            raise TypeError(f"{name} must be a function, got {type(obj).__name__}")
+    sizes = _check_sizes(sizes)
+    _check_number(max_exponent, "max_exponent")
+    _check_number(budget, "budget", positive=True)
+    _check_number(margin, "margin")
+    _check_number(min_call_seconds, "min_call_seconds", positive=True)
+    with _grading_session():
+        _raise_if_tampered()
+        first, second = make_input(sizes[0]), make_input(sizes[0])
+        if _same_values(first, second):
+            raise ValueError(
+                "make_input(n) returned equal inputs on two calls: a submission that "
+                "memoises on its input's value would look O(1). Draw random inputs, e.g. "
+                "lambda n: np.random.default_rng().random(n)"
+            )
+        del first, second
+        seconds = [_seconds_on_fresh_inputs(fn, make_input, n, budget) for n in sizes]
+        table = pd.DataFrame({"n": sizes, "seconds": seconds})
+        table["ratio"] = table["seconds"] / table["seconds"].shift(1)
+        if seconds[-1] < min_call_seconds:
+            raise UnreliableMeasurement(
+                f"Unreliable measurement (a grading configuration problem, not your code): "
+                f"the largest size n={sizes[-1]:,} takes only {_fmt_seconds(seconds[-1])} per call, "
+                f"and at that scale call overhead, not the algorithm, sets the exponent. "
+                f"Instructor: use larger sizes, so that the largest call takes at least "
+                f"{_fmt_seconds(min_call_seconds)}.\n{table.to_string(index=False)}"
+            )
+        _raise_if_tampered()
+        fit = _exponent(table)
+        allowed = max_exponent + margin
+        if not fit.slope <= allowed:
+            raise GradingError(
+                f"Grows too fast: the fitted exponent is {fit.slope:.2f} ({fit.verdict}); "
+                f"this test allows at most {max_exponent:g} (a measured {allowed:.2f} passes). "
+                f"Doubling table (seconds per call; ratio to the previous size):\n"
+                f"{table.to_string(index=False)}"
+            )
+
+
+# ---------------------------------------------------------------------------
+# Private helpers: comparing values
+# ---------------------------------------------------------------------------
+
+
+def _kind(x: Any) -> str | None:
+    entry = _KINDS.get(id(type(x)))
+    if entry is None or entry[1] is not type(x):
+        return None
+    return entry[0]
+
+
+def _problem(actual: Any, expected: Any, tol: _Tolerance, path: str = "result") -> str | None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _difference(actual, expected, path, tol)
+
+
+def _difference(a: Any, e: Any, path: str, tol: _Tolerance) -> str | None:
+    ke = _kind(e)
+    if ke is None:
+        raise TypeError(
+            f"assert_same compares plain Python, NumPy and pandas values; the reference "
+            f"value at {path} is a {_type_name(e)}. Convert the reference to one of those."
+        )
+    ka = _kind(a)
+    if ka is None:
+        return f"{path}: expected {_described(ke)}, got {_type_name(a)}{_subclass_hint(a)}"
+    if ka != ke:
+        if not tol.check_dtype and ka in _NUMBERS and ke in _NUMBERS:
+            return _number_difference(a, e, path, tol)
+        shown = f" {_show(a)}" if ka in _HASHABLE else ""
+        return f"{path}: expected {_described(ke)}, got {_described(ka)}{shown}"
+    return _COMPARERS[ke](a, e, path, tol)
+
+
+def _equal_scalars(a: Any, e: Any, path: str, tol: _Tolerance) -> str | None:
+    # Both are exact built-in (or pandas/datetime) scalar types here, so == is theirs.
+    try:
+        same = bool(a == e)
+    except TypeError:  # e.g. tz-aware against naive timestamps
+        same = False
+    return None if same else f"{path}: got {_show(a)}, expected {_show(e)}"
+
+
+def _always_equal(a: Any, e: Any, path: str, tol: _Tolerance) -> str | None:
+    return None  # None, pandas.NA and pandas.NaT: same kind means same value
+
+
+def _number_difference(a: Any, e: Any, path: str, tol: _Tolerance) -> str | None:
+    pa, pe = _plain_scalar(a), _plain_scalar(e)
+    if type(pa) is not float and type(pa) is not complex and type(pe) is not float and type(pe) is not complex:
+        return None if int(pa) == int(pe) else f"{path}: got {pa!r}, expected {pe!r}"
+    return _values_difference(_asarray(pa), _asarray(pe), path, tol, _array_position)
+
+
+def _text_difference(a: Any, e: Any, path: str, tol: _Tolerance) -> str | None:
+    a, e = (str(a), str(e)) if _kind(e) == "str" else (bytes(a), bytes(e))
+    if a == e:
+        return None
+    where = next((i for i, (x, y) in enumerate(zip(a, e)) if x != y), min(len(a), len(e)))
+    detail = f" (first difference at character {where})" if len(e) > 20 or len(a) > 20 else ""
+    return f"{path}: got {_show(a)}, expected {_show(e)}{detail}"
+
+
+def _numpy_time_difference(a: Any, e: Any, path: str, tol: _Tolerance) -> str | None:
+    return _values_difference(_asarray(a), _asarray(e), path, tol, _array_position)
+
+
+def _sequence_difference(a: Any, e: Any, path: str, tol: _Tolerance) -> str | None:
+    if len(a) != len(e):
+        return f"{path}: length differs: got {len(a)}, expected {len(e)}"
+    arrays = _homogeneous_arrays(a, e)
+    if arrays is not None:
+        return _values_difference(arrays[0], arrays[1], path, tol, _array_position)
+    for i, (x, y) in enumerate(zip(a, e)):
+        problem = _difference(x, y, f"{path}[{i}]", tol)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _homogeneous_arrays(a: list | tuple, e: list | tuple) -> tuple[np.ndarray, np.ndarray] | None:
+    # Long lists of plain numbers are compared as arrays: the same answer, far faster.
+    if len(e) < 8:
+        return None
+    t = type(e[0])
+    if not (t is float or t is int or t is bool):
+        return None
+    for x, y in zip(a, e):
+        if type(x) is not t or type(y) is not t:
+            return None
+    dtype = _float64 if t is float else (np.int64 if t is int else np.bool_)
+    try:
+        return _asarray(a, dtype=dtype), _asarray(e, dtype=dtype)
+    except OverflowError:  # ints beyond 64 bits: compare one by one
+        return None
+
+
+def _dict_difference(a: dict, e: dict, path: str, tol: _Tolerance) -> str | None:
+    for key in a:
+        if not _is_plain_key(key):
+            return f"{path}: a key of your dict is {_type_name(key)}, not a plain value"
+    missing = [k for k in e if k not in a]
+    extra = [k for k in a if k not in e]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing keys {_show(missing)}")
+        if extra:
+            parts.append(f"unexpected keys {_show(extra)}")
+        return f"{path}: {'; '.join(parts)}"
+    for key in e:
+        problem = _difference(a[key], e[key], f"{path}[{key!r}]", tol)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _set_difference(a: set | frozenset, e: set | frozenset, path: str, tol: _Tolerance) -> str | None:
+    for item in a:
+        if not _is_plain_key(item):
+            return f"{path}: an element of your set is {_type_name(item)}, not a plain value"
+    missing, extra = e - a, a - e
+    if not missing and not extra:
+        return None
+    parts = []
+    if missing:
+        parts.append(f"{len(missing)} missing, e.g. {_show(sorted(missing, key=repr)[:3])}")
+    if extra:
+        parts.append(f"{len(extra)} unexpected, e.g. {_show(sorted(extra, key=repr)[:3])}")
+    return f"{path}: sets differ: {'; '.join(parts)}"
+
+
+def _is_plain_key(key: Any) -> bool:
+    kind = _kind(key)
+    if kind in _HASHABLE:
+        return True
+    if kind == "tuple" or kind == "frozenset":
+        return all(_is_plain_key(k) for k in key)
+    return False
+
+
+def _ndarray_difference(a: np.ndarray, e: np.ndarray, path: str, tol: _Tolerance) -> str | None:
+    if a.shape != e.shape:
+        return f"{path}: shape differs: got {a.shape}, expected {e.shape}"
+    if tol.check_dtype and a.dtype != e.dtype:
+        return f"{path}: dtype differs: got {a.dtype}, expected {e.dtype}"
+    return _values_difference(a, e, path, tol, _array_position)
+
+
+def _series_difference(a: pd.Series, e: pd.Series, path: str, tol: _Tolerance) -> str | None:
+    problem = _index_difference(_get(a, "index"), _get(e, "index"), f"{path}.index", tol)
+    if problem is None:
+        problem = _difference(_get(a, "name"), _get(e, "name"), f"{path}.name", _EXACT)
+    if problem is None and tol.check_dtype and _get(a, "dtype") != _get(e, "dtype"):
+        problem = f"{path}: dtype differs: got {_get(a, 'dtype')}, expected {_get(e, 'dtype')}"
+    if problem is None:
+        labels = _labels(_get(e, "index"))
+        problem = _values_difference(
+            _pandas_values(a), _pandas_values(e), path, tol,
+            lambda i: f"position {i} (index label {labels(i)})",
+        )
+    return problem
+
+
+def _frame_difference(a: pd.DataFrame, e: pd.DataFrame, path: str, tol: _Tolerance) -> str | None:
+    if _get(a, "shape") != _get(e, "shape"):
+        return f"{path}: shape differs: got {_get(a, 'shape')} (rows, columns), expected {_get(e, 'shape')}"
+    problem = _index_difference(_get(a, "columns"), _get(e, "columns"), f"{path}.columns", _EXACT)
+    if problem is None:
+        problem = _index_difference(_get(a, "index"), _get(e, "index"), f"{path}.index", tol)
+    if problem is not None:
+        return problem
+    labels = _labels(_get(e, "index"))
+    column_labels = _labels(_get(e, "columns"))
+    a_iloc, e_iloc = _get(a, "iloc"), _get(e, "iloc")
+    for j in range(_get(e, "shape")[1]):
+        sa, se = a_iloc[:, j], e_iloc[:, j]
+        column = column_labels(j)
+        if tol.check_dtype and _get(sa, "dtype") != _get(se, "dtype"):
+            return f"{path}: dtype of column {column} differs: got {_get(sa, 'dtype')}, expected {_get(se, 'dtype')}"
+        problem = _values_difference(
+            _pandas_values(sa), _pandas_values(se), f"{path}[{column}]", tol,
+            lambda i: f"row {i} (index label {labels(i)})",
+        )
+        if problem is not None:
+            return problem
+    return None
+
+
+def _index_difference(a: pd.Index, e: pd.Index, path: str, tol: _Tolerance) -> str | None:
+    if _kind(a) != "index" or _kind(e) != "index":
+        return f"{path}: expected a pandas.Index, got {_type_name(a)}"
+    if _get(a, "shape") != _get(e, "shape"):
+        return f"{path}: length differs: got {_get(a, 'shape')[0]}, expected {_get(e, 'shape')[0]}"
+    problem = _difference(list(_get(a, "names")), list(_get(e, "names")), f"{path}.names", _EXACT)
+    if problem is None and tol.check_dtype and _get(a, "dtype") != _get(e, "dtype"):
+        problem = f"{path}: dtype differs: got {_get(a, 'dtype')}, expected {_get(e, 'dtype')}"
+    if problem is None:
+        problem = _values_difference(
+            _pandas_values(a), _pandas_values(e), path, tol, lambda i: f"position {i}"
+        )
+    return problem
+
+
+def _pandas_values(obj: Any) -> np.ndarray:
+    to_numpy = _get(obj, "to_numpy")
+    values = to_numpy() if isinstance(_get(obj, "dtype"), np.dtype) else to_numpy(dtype=object)
+    if type(values) is not np.ndarray:  # pragma: no cover - pandas always gives ndarrays
+        raise TypeError(f"pandas returned {type(values).__name__} instead of numpy.ndarray")
+    return values
+
+
+def _labels(index: pd.Index) -> Callable[[int], str]:
+    values: list[np.ndarray] = []
+
+    def label(i: int) -> str:
+        if not values:
+            values.append(_pandas_values(index))
+        item = values[0][i]
+        return _show(item.item() if isinstance(item, np.generic) else item)
+
+    return label
+
+
+def _values_difference(
+    a: np.ndarray, e: np.ndarray, path: str, tol: _Tolerance, where: Callable[[int], str]
+) -> str | None:
+    """Compare two plain ndarrays of one shape element by element."""
+    if a.shape != e.shape:
+        return f"{path}: shape differs: got {a.shape}, expected {e.shape}"
+    if e.size == 0:
+        return None
+    ak, ek = a.dtype.kind, e.dtype.kind
+    numeric = "biufc"
+    if ak == "O" or ek == "O":
+        return _object_values_difference(a, e, path, tol, where)
+    if ak == "V" or ek == "V":
+        return _structured_difference(a, e, path, tol, where)
+    tolerance = False
+    if ak in numeric and ek in numeric:
+        if ak in "fc" or ek in "fc":
+            ok, tolerance = _close(a, e, tol), True
+        else:
+            ok = _equal(a, e)
+    elif ak == ek and ek in "mM":
+        if a.dtype != e.dtype:
+            a = a.astype(e.dtype)  # another unit; allowed only without check_dtype
+        ok = _equal(a.view(np.int64), e.view(np.int64))  # NaT equals NaT, in place
+    elif ak == ek and ek in "US":
+        ok = _equal(a, e)
+    else:
+        return f"{path}: dtype differs: got {a.dtype}, expected {e.dtype}"
+    bad = _flatnonzero(_logical_not(_asarray(ok)))
+    if bad.size == 0:
+        return None
+    i = int(bad[0])
+    got, exp = a.reshape(-1)[i], e.reshape(-1)[i]
+    detail = ""
+    if tolerance:
+        with _errstate(all="ignore"):
+            diff = float(_absolute(_subtract(_as_float(got), _as_float(exp))))
+            allowed = tol.atol + tol.rtol * float(_absolute(_as_float(exp)))
+        if math.isfinite(diff):
+            detail = f" (difference {diff:.3g}, allowed {allowed:.3g})"
+    values = f"got {_show_element(got)}, expected {_show_element(exp)}{detail}"
+    if e.ndim == 0:
+        return f"{path}: {values}"
+    return f"{path}: {bad.size:,} of {e.size:,} values differ; first at {where(i) if e.ndim == 1 else _nd_position(i, e.shape)}: {values}"
+
+
+def _close(a: np.ndarray, e: np.ndarray, tol: _Tolerance) -> np.ndarray:
+    if a.dtype.kind == "b":
+        a = a.astype(_float64)
+    if e.dtype.kind == "b":
+        e = e.astype(_float64)
+    with _errstate(all="ignore"):
+        same = _equal(a, e)  # covers inf == inf
+        both_nan = _logical_and(_isnan(a), _isnan(e))
+        near = _less_equal(_absolute(_subtract(a, e)), _add(tol.atol, _multiply(tol.rtol, _absolute(e))))
+        return _logical_or(_logical_or(same, both_nan), near)
+
+
+def _object_values_difference(
+    a: np.ndarray, e: np.ndarray, path: str, tol: _Tolerance, where: Callable[[int], str]
+) -> str | None:
+    if a.dtype.kind != "O" or e.dtype.kind != "O":
+        if tol.check_dtype:
+            return f"{path}: dtype differs: got {a.dtype}, expected {e.dtype}"
+    flat_a, flat_e = a.reshape(-1), e.reshape(-1)
+    for i in range(flat_e.size):
+        x, y = flat_a[i], flat_e[i]
+        if type(x) is str and type(y) is str:  # the common case (pandas text), kept fast
+            if x == y:
+                continue
+        if isinstance(x, np.generic) and _kind(x) is not None:
+            x = x.item()
+        if isinstance(y, np.generic) and _kind(y) is not None:
+            y = y.item()
+        position = where(i) if e.ndim == 1 else _nd_position(i, e.shape)
+        problem = _difference(x, y, f"{path} at {position}", tol)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _structured_difference(
+    a: np.ndarray, e: np.ndarray, path: str, tol: _Tolerance, where: Callable[[int], str]
+) -> str | None:
+    if a.dtype.names != e.dtype.names or a.dtype.names is None:
+        return f"{path}: dtype differs: got {a.dtype}, expected {e.dtype}"
+    for name in e.dtype.names:
+        problem = _values_difference(a[name], e[name], f"{path}[{name!r}]", tol, where)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _array_position(i: int) -> str:
+    return f"[{i}]"
+
+
+def _nd_position(i: int, shape: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(int(k)) for k in _unravel_index(i, shape)) + "]"
+
+
+def _as_float(x: Any) -> Any:
+    return x.astype(_float64) if x.dtype.kind in "biu" else x
+
+
+def _plain_scalar(x: Any) -> Any:
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def _show_element(x: Any) -> str:
+    if x.dtype.kind in "mM":
+        return str(x)
+    return _show(x.item())
+
+
+def _show(x: Any) -> str:
+    return _REPR.repr(x)
+
+
+def _described(kind: str) -> str:
+    name = _NAMES.get(kind, kind)
+    if kind == "none":
+        return "None"
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
+def _type_name(x: Any) -> str:
+    return str(type.__dict__["__qualname__"].__get__(type(x)))
+
+
+def _subclass_hint(x: Any) -> str:
+    for base in type.__dict__["__mro__"].__get__(type(x))[1:]:
+        entry = _KINDS.get(id(base))
+        if entry is not None and entry[1] is base:
+            name = _NAMES.get(entry[0], entry[0])
+            return f" (a subclass of {name}; return a plain {name})"
+    return ""
+
+
+_COMPARERS: dict[str, Callable[[Any, Any, str, _Tolerance], str | None]] = {
+    "none": _always_equal, "na": _always_equal, "nat": _always_equal,
+    "bool": _number_difference, "int": _number_difference, "float": _number_difference,
+    "complex": _number_difference, "str": _text_difference, "bytes": _text_difference,
+    "datetime64": _numpy_time_difference, "timedelta64": _numpy_time_difference,
+    "timestamp": _equal_scalars, "timedelta": _equal_scalars, "datetime": _equal_scalars,
+    "date": _equal_scalars, "pytimedelta": _equal_scalars,
+    "tuple": _sequence_difference, "list": _sequence_difference, "dict": _dict_difference,
+    "set": _set_difference, "frozenset": _set_difference, "ndarray": _ndarray_difference,
+    "series": _series_difference, "frame": _frame_difference, "index": _index_difference,
+}
+
+
+def _same_values(first: Any, second: Any) -> bool:
+    """True when two inputs are identical or equal (unknown types count as different)."""
+    if first is second:
+        return True
+    try:
+        return _problem(first, second, _EXACT) is None
+    except TypeError:
+        return False
+
+
+# ---------------------------------------------------------------------------
+# Private helpers: measuring speed
+# ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _SpeedSettings:
+    budget: float
+    margin: float
+    min_call_seconds: float
+    checks: int
+    verify_budget: float
+    comparator: Callable[[Any, Any], str | None]
+    default_check: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class _SpeedResult:
+    ratio: float
+    low: float
+    high: float
+    rounds: int
+    baseline_seconds: float
+    candidate_seconds: float
+    measurements: int
+    verified: int
+
+    def describe(self) -> str:
+        again = ", measured twice because the first was too close to call" if self.measurements > 1 else ""
+        return (
+            f"95% interval {_fmt_ratio(self.low)}x to {_fmt_ratio(self.high)}x over {self.rounds} "
+            f"rounds{again}; reference {_fmt_seconds(self.baseline_seconds)} per call, yours "
+            f"{_fmt_seconds(self.candidate_seconds)}"
+        )
+
+
+class _Args(tuple):
+    """A tuple of arguments that may carry a pristine copy for the reference.
+
+    compare hands this object to the check but unpacks it into the call, so the
+    submission only ever sees the elements, never the copy.
+    """
+
+
+@dataclasses.dataclass
+class _Estimate:
+    baseline_seconds: float
+    candidate_seconds: float
+    signature: tuple[Any, ...]
+
+
+def _speed_settings(
+    budget: float, margin: float, min_call_seconds: float, checks: int,
+    verify_budget: float | None, check: Callable[[Any, Any], Any] | None, rtol: float, atol: float,
+) -> _SpeedSettings:
+    _check_number(budget, "budget", positive=True)
+    _check_number(margin, "margin")
+    if not 0.0 <= margin < 1.0:
+        raise ValueError(f"margin is a share of the threshold in [0, 1), e.g. 0.1, got {margin!r}")
+    _check_number(min_call_seconds, "min_call_seconds", positive=True)
+    if isinstance(checks, bool) or not isinstance(checks, int) or checks < 2:
+        raise ValueError(f"checks must be a whole number of fresh inputs >= 2, got {checks!r}")
+    if verify_budget is None:
+        verify_budget = 2.0 * budget
+    _check_number(verify_budget, "verify_budget", positive=True, finite=False)
+    if check is None:
+        tol = _tolerance(rtol, atol, True)
+
+        def comparator(result: Any, expected: Any) -> str | None:
+            return _problem(result, expected, tol)
+    else:
+        if not callable(check):
+            raise TypeError(f"check must be a function check(result, expected), got {type(check).__name__}")
+
+        def comparator(result: Any, expected: Any) -> str | None:
+            try:
+                check(result, expected)
+            except TamperingDetected:
+                raise
+            except AssertionError as exc:
+                return str(exc) or type(exc).__name__
+            return None
+
+    return _SpeedSettings(float(budget), float(margin), float(min_call_seconds), checks,
+                          float(verify_budget), comparator, check is None)
+
+
+def _measure_speedup(
+    candidate: Callable[..., Any],
+    baseline: Callable[..., Any],
+    make_args: Callable[[], tuple[Any, ...]],
+    settings: _SpeedSettings,
+    fastest: float,
+    boundaries: tuple[float, ...],
+) -> _SpeedResult:
+    for obj, name in ((candidate, "candidate"), (baseline, "baseline"), (make_args, "make_args")):
+        if not callable(obj):
+            raise TypeError(f"{name} must be a function, got {type(obj).__name__}")
+    _raise_if_tampered()
+    estimate = _check_correctness(candidate, baseline, make_args, settings)
+    _refuse_microseconds(estimate, fastest, settings.min_call_seconds)
+    comparisons = [_timed_comparison(candidate, baseline, make_args, settings, estimate)]
+    ratios = list(comparisons[0].ratios)
+    low, ratio, high = _median_interval(ratios)
+    if any(low < b <= high for b in boundaries):
+        # Too close to call: measure again and decide on all the rounds together.
+        comparisons.append(_timed_comparison(candidate, baseline, make_args, settings, estimate))
+        ratios += comparisons[1].ratios
+        low, ratio, high = _median_interval(ratios)
+    _raise_if_tampered()
+    return _SpeedResult(
+        ratio=ratio, low=low, high=high, rounds=len(ratios),
+        baseline_seconds=statistics.median(c.baseline_seconds for c in comparisons),
+        candidate_seconds=statistics.median(c.candidate_seconds for c in comparisons),
+        measurements=len(comparisons), verified=0,
+    )
+
+
+def _check_correctness(
+    candidate: Callable[..., Any],
+    baseline: Callable[..., Any],
+    make_args: Callable[[], tuple[Any, ...]],
+    settings: _SpeedSettings,
+) -> _Estimate:
+    inputs = [_fresh_args(make_args) for _ in range(settings.checks)]
+    pristine = [_deepcopy(args) for args in inputs]
+    if all(_same_values(x, y) for x, y in zip(pristine[0], pristine[1])) and len(pristine[0]) == len(pristine[1]):
+        raise ValueError(
+            "make_args returned equal inputs on two calls, so a submission that memoises "
+            "on its input would win the race without being faster. make_args must draw new "
+            "random inputs on every call, e.g. lambda: (rng.random(100_000),)"
+        )
+    base_t, cand_t = [], []
+    signature: tuple[Any, ...] = ()
+    for k, (args, reference_args) in enumerate(zip(inputs, pristine), start=1):
+        t0 = _perf_counter()
+        result = _call_candidate(candidate, args)
+        t1 = _perf_counter()
+        expected = baseline(*reference_args)
+        t2 = _perf_counter()
+        cand_t.append(t1 - t0)
+        base_t.append(t2 - t1)
+        problem = settings.comparator(result, expected)
+        if problem is not None:
+            raise GradingError(
+                f"Wrong result on fresh input {k} of {settings.checks} (checked before any "
+                f"timing): {problem}"
+            )
+        signature = _signature(expected)
+    # The first call may include one-off costs (Numba compiling); the rest do not.
+    return _Estimate(min(base_t[1:]), min(cand_t[1:]), signature)
+
+
+def _refuse_microseconds(estimate: _Estimate, fastest: float, min_call_seconds: float) -> None:
+    at_threshold = estimate.baseline_seconds * min(1.0, 1.0 / fastest)
+    if at_threshold < min_call_seconds:
+        needed = min_call_seconds * max(1.0, fastest)
+        raise UnreliableMeasurement(
+            f"Unreliable measurement (a grading configuration problem, not your code): the "
+            f"reference takes {_fmt_seconds(estimate.baseline_seconds)} per call, so a solution "
+            f"at the required {_fmt_ratio(fastest)}x would take {_fmt_seconds(at_threshold)}, "
+            f"and ratios of calls under {_fmt_seconds(min_call_seconds)} move by more than 2x on "
+            f"a busy machine. Instructor: use larger inputs in make_args, so that the reference "
+            f"takes at least {_fmt_seconds(needed)} per call (10x that is safer)."
+        )
+
+
+def _timed_comparison(
+    candidate: Callable[..., Any],
+    baseline: Callable[..., Any],
+    make_args: Callable[[], tuple[Any, ...]],
+    settings: _SpeedSettings,
+    estimate: _Estimate,
+) -> timing.Comparison:
+    share = _verify_share(estimate, settings)
+    rng = _default_rng(int.from_bytes(_urandom(16), "little"))
+    calls = {"checked": 0}
+    durations_b: list[int] = []
+    durations_c: list[int] = []
+    guard = _RunawayGuard(_honest_limit(estimate, settings.budget))
+    timed_baseline = _independently_clocked(baseline, durations_b, guard, wrap_errors=False)
+    timed_candidate = _independently_clocked(candidate, durations_c, guard, wrap_errors=True)
+
+    def fresh_args() -> _Args:
+        args = _Args(_fresh_args(make_args))
+        if share >= 1.0 or rng.random() < share:
+            args.reference = _deepcopy(tuple(args))  # type: ignore[attr-defined]
+        return args
+
+    def check(args: _Args, result: Any) -> None:
+        calls["checked"] += 1
+        if settings.default_check and _signature(result) != estimate.signature:
+            raise GradingError(
+                f"Wrong result in timed call {calls['checked']}: expected "
+                f"{_describe_signature(estimate.signature)}, got {_describe_signature(_signature(result))}"
+            )
+        reference_args = getattr(args, "reference", None)
+        if reference_args is None:
+            return
+        problem = settings.comparator(result, baseline(*reference_args))
+        if problem is not None:
+            raise GradingError(
+                f"Wrong result in timed call {calls['checked']} (results are checked during "
+                f"timing, not only at first): {problem}"
+            )
+
+    started = _monotonic_ns()
+    comparison = _compare(timed_baseline, timed_candidate, make_args=fresh_args, budget=settings.budget, check=check)
+    elapsed = (_monotonic_ns() - started) / 1e9
+    _cross_check_clock(comparison, durations_b, durations_c, elapsed)
+    return comparison
+
+
+def _verify_share(estimate: _Estimate, settings: _SpeedSettings) -> float:
+    """Share of timed candidate calls whose values are checked against the reference."""
+    t_b = max(estimate.baseline_seconds, 1e-9)
+    t_c = max(estimate.candidate_seconds, 1e-9)
+    loops = max(1.0, 0.02 / t_c)  # compare's calibration aims at 20 ms rounds
+    calls = settings.budget / 2 / t_c + 4 * loops + 1  # rounds, calibration and warm-up
+    cost_of_all = calls * t_b
+    if cost_of_all <= settings.verify_budget:
+        return 1.0
+    return min(1.0, max(settings.verify_budget / cost_of_all, _MIN_VERIFIED / calls))
+
+
+class _RunawayGuard:
+    """Stops a measurement whose calls run far beyond any honest budget.
+
+    A clock that stops (returns a constant) would make compare's calibration grow
+    its loop count forever; the independent clock notices.
+    """
+
+    def __init__(self, limit_seconds: float) -> None:
+        self.limit_ns = int(limit_seconds * 1e9)
+        self.total_ns = 0
+
+    def add(self, ns: int) -> None:
+        self.total_ns += ns
+        if self.total_ns > self.limit_ns:
+            raise TamperingDetected(
+                f"the timed calls have run for {self.total_ns / 1e9:.1f} s by an independent "
+                f"clock, far beyond the measurement's budget: the clock was tampered with"
+            )
+
+
+def _honest_limit(estimate: _Estimate, budget: float) -> float:
+    # Rounds stop at the budget; calibration and warm-up cost a few 20 ms rounds or a
+    # few calls; at least 6 rounds are always run. Three times that, plus slack.
+    per_round = max(estimate.baseline_seconds, 0.05) + max(estimate.candidate_seconds, 0.05)
+    return 3.0 * (budget + 10 * per_round) + 2.0
+
+
+def _independently_clocked(
+    fn: Callable[..., Any], durations: list[int], guard: _RunawayGuard, wrap_errors: bool
+) -> Callable[..., Any]:
+    record = durations.append
+    add = guard.add
+    clock = _monotonic_ns
+
+    def clocked(*args: Any) -> Any:
+        start = clock()
+        try:
+            result = fn(*args)
+        except GradingError:
+            raise
+        except Exception as exc:
+            if not wrap_errors:
+                raise
+            raise GradingError(f"Your function raised {type(exc).__name__} while being timed: {exc}") from exc
+        spent = clock() - start
+        record(spent)
+        add(spent)
+        return result
+
+    return clocked
+
+
+def _cross_check_clock(
+    comparison: timing.Comparison, durations_b: list[int], durations_c: list[int], elapsed: float
+) -> None:
+    """Compare the timer's per-call times with those of an independent clock."""
+    timed_total = 0.0
+    for side, reported_times, loops, durations in (
+        ("the reference", comparison.baseline_times, comparison.loops_baseline, durations_b),
+        ("your function", comparison.candidate_times, comparison.loops_candidate, durations_c),
+    ):
+        if not durations or not reported_times:
+            raise TamperingDetected(f"no timed calls of {side} were seen: the timer was tampered with")
+        reported = sum(reported_times) / len(reported_times)
+        independent = sum(durations) / len(durations) / 1e9
+        timed_total += sum(reported_times) * loops
+        agree = (
+            math.isfinite(reported) and reported > 0
+            and (abs(math.log(reported / max(independent, 1e-12))) <= math.log(1.5)
+                 or abs(reported - independent) <= 50e-6)
+        )
+        if not agree:
+            raise TamperingDetected(
+                f"the timer measured {_fmt_seconds(reported)} per call of {side}, an independent "
+                f"clock (time.monotonic_ns) {_fmt_seconds(independent)}: the clock was tampered with"
+            )
+    if timed_total > 1.05 * elapsed + 0.01:
+        raise TamperingDetected(
+            f"the timer counted {timed_total:.2f} s of timed calls in {elapsed:.2f} s of "
+            f"real time: the clock was tampered with"
+        )
+
+
+def _median_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
+    """(low, median, high): the median and a distribution-free interval for it.
+
+    The number of values below the true median is Binomial(n, 1/2) whatever the
+    noise looks like; the k-th smallest to k-th largest value covers the median
+    with probability ``1 - 2 P(Binomial(n, 1/2) < k)``.
+    """
+    xs = sorted(values)
+    n = len(xs)
+    tail = (1 - confidence) / 2 * 2**n
+    k, cumulative = 1, 0
+    for j in range(n):
+        cumulative += math.comb(n, j)
+        if cumulative > tail:
+            break
+        k = j + 1
+    k = max(1, min(k, (n + 1) // 2))
+    return xs[k - 1], statistics.median(xs), xs[n - k]
+
+
+def _points_for(ratio: float, full_at: float, zero_at: float, points: float, margin: float) -> float:
+    low, high = zero_at * (1.0 - margin), full_at * (1.0 - margin)
+    if not ratio > low:  # also catches NaN
+        return 0.0
+    share = math.log(ratio / low) / math.log(high / low)
+    return float(min(points, round(points * min(1.0, max(0.0, share)), 2)))
+
+
+def _signature(x: Any) -> tuple[Any, ...]:
+    kind = _kind(x)
+    if kind == "ndarray":
+        return (kind, str(x.dtype), x.ndim)
+    if kind == "series":
+        return (kind, str(_get(x, "dtype")))
+    return (kind,)
+
+
+def _describe_signature(signature: tuple[Any, ...]) -> str:
+    kind = signature[0]
+    text = _described(kind) if kind is not None else "an object of another type"
+    if len(signature) > 1:
+        text += f" of dtype {signature[1]}"
+    return text
+
+
+def _fresh_args(make_args: Callable[[], tuple[Any, ...]]) -> tuple[Any, ...]:
+    made = make_args()
+    if not isinstance(made, tuple):
+        raise TypeError(
+            f"make_args must return a tuple of positional arguments, got {type(made).__name__}; "
+            "for a single argument return (x,), not x"
+        )
+    return made
+
+
+def _call_candidate(candidate: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    try:
+        return candidate(*args)
+    except GradingError:
+        raise
+    except Exception as exc:
+        raise GradingError(f"Your function raised {type(exc).__name__}: {exc}") from exc
+
+
+def _seconds_on_fresh_inputs(fn: Callable[[Any], Any], make_input: Callable[[int], Any], n: int, budget: float) -> float:
+    """Median seconds of single calls of ``fn``, each on a new input of size ``n``."""
+    _call_candidate(fn, (make_input(n),))  # warm-up: caches, lazy imports, JIT compilation
+    times: list[float] = []
+    spent = 0.0
+    while len(times) < 3 or (spent < budget and len(times) < 15):
+        x = make_input(n)
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            m0 = _monotonic_ns()
+            t0 = _perf_counter()
+            _call_candidate(fn, (x,))
+            t1 = _perf_counter()
+            m1 = _monotonic_ns()
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+        seconds, independent = t1 - t0, (m1 - m0) / 1e9
+        if not (0 <= seconds <= independent + 1e-6 and seconds >= 0.5 * independent - 20e-6):
+            raise TamperingDetected(
+                f"the timer measured {_fmt_seconds(seconds)} for a call that took "
+                f"{_fmt_seconds(independent)} by an independent clock: the clock was tampered with"
+            )
+        times.append(seconds)
+        spent += seconds
+    return statistics.median(times)
+
+
+# ---------------------------------------------------------------------------
+# Private helpers: tampering, output, input checks, formatting
+# ---------------------------------------------------------------------------
+
+
+def _raise_if_tampered() -> None:
+    problems = _tampering_problems()
+    if problems:
+        raise TamperingDetected(
+            "; ".join(problems) + ". Grading measures with the clocks and tools captured "
+            "before your code ran; do not replace them."
+        )
+
+
+def _tampering_problems() -> list[str]:
+    problems = []
+    if sys.modules.get("time") is not _TIME_MODULE:
+        problems.append("the time module was replaced")
+    for name, fn in _CLOCKS.items():
+        if not _is_builtin(fn, name, "time"):
+            problems.append(f"time.{name} was replaced before course_lib.grading was imported")
+        elif getattr(_TIME_MODULE, name, None) is not fn:
+            problems.append(f"time.{name} was reassigned")
+    if sys.modules.get("tracemalloc") is not _TRACEMALLOC_MODULE:
+        problems.append("the tracemalloc module was replaced")
+    for name, fn in _TRACEMALLOC.items():
+        if not _is_builtin(fn, name, "_tracemalloc"):
+            problems.append(f"tracemalloc.{name} was replaced before course_lib.grading was imported")
+        elif getattr(_TRACEMALLOC_MODULE, name, None) is not fn:
+            problems.append(f"tracemalloc.{name} was reassigned")
+    if _clock_tampered():
+        problems.append("course_lib.timing's clocks were replaced")
+    for module_name, (module, snapshot) in _SNAPSHOTS.items():
+        if sys.modules.get(module_name) is not module:
+            problems.append(f"{module_name} was replaced")
+            continue
+        current = vars(module)
+        changed = [name for name, value in snapshot.items() if current.get(name, _MISSING) is not value]
+        if changed:
+            problems.append(f"{module_name}.{changed[0]} was reassigned")
+    for module in (timing, complexity):
+        if vars(module).get("_perf_counter") is not _perf_counter:
+            problems.append(f"{module.__name__} measures with a clock other than time.perf_counter")
+    return problems
+
+
+def _is_builtin(fn: Any, name: str, module: str) -> bool:
+    owner = getattr(fn, "__self__", None)
+    return (
+        type(fn) is types.BuiltinFunctionType
+        and fn.__name__ == name
+        and type(owner) is types.ModuleType
+        and owner.__name__ == module
+    )
+
+
+@contextlib.contextmanager
+def _grading_session() -> Any:
+    """Silence warnings (Numba's included) and capture stray output while grading.
+
+    nbgrader scores any stderr output as a failed cell, so nothing may reach it
+    while a check passes. What was captured is attached to the message when a
+    check fails, where it may explain the failure.
+    """
+    buffer = io.StringIO()
+    try:
+        with warnings.catch_warnings():
+            # "ignore" for every category covers NumbaWarning, NumbaPerformanceWarning
+            # and NumbaDeprecationWarning, and needs no import of numba.
+            warnings.simplefilter("ignore")
+            with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+                yield buffer
+    except GradingError as exc:
+        output = buffer.getvalue()
+        if output.strip():
+            shown = output if len(output) <= _OUTPUT_SHOWN else "..." + output[-_OUTPUT_SHOWN:]
+            exc.args = (f"{exc.args[0]}\n\nOutput printed while grading:\n{shown}",) + exc.args[1:]
+        raise
+
+
+def _tolerance(rtol: float, atol: float, check_dtype: bool) -> _Tolerance:
+    _check_number(rtol, "rtol")
+    _check_number(atol, "atol")
+    if rtol < 0 or atol < 0:
+        raise ValueError(f"tolerances must be >= 0, got rtol={rtol!r}, atol={atol!r}")
+    if not isinstance(check_dtype, bool):
+        raise TypeError(f"check_dtype must be True or False, got {check_dtype!r}")
+    return _Tolerance(float(rtol), float(atol), check_dtype)
+
+
+def _check_number(value: Any, name: str, positive: bool = False, finite: bool = True) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if math.isnan(value) or (finite and math.isinf(value)):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    if positive and not value > 0:
+        raise ValueError(f"{name} must be positive, got {value!r}")
+
+
+def _check_sizes(sizes: Sequence[int]) -> list[int]:
+    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__"):
+        raise TypeError(f"sizes must be a sequence of ints such as [1_000, 2_000, 4_000], got {sizes!r}")
+    sizes = list(sizes)
+    if len(sizes) < 2:
+        raise ValueError(f"fitting an exponent needs at least two sizes, got {sizes!r}")
+    for n in sizes:
+        if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+            raise ValueError(f"sizes must be positive whole numbers, got {n!r}")
+    if any(b <= a for a, b in zip(sizes, sizes[1:])):
+        raise ValueError(f"sizes must be strictly increasing, got {sizes!r}")
+    return sizes
+
+
+_BYTE_UNITS = {
+    "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
+}
+
+
+def _parse_bytes(limit: int | str) -> int:
+    if isinstance(limit, bool):
+        raise TypeError("limit must be a number of bytes or a string such as '50 MB', got a bool")
+    if isinstance(limit, int):
+        value = float(limit)
+    elif isinstance(limit, str):
+        text = limit.strip().replace("_", "")
+        number = text.rstrip("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ").strip()
+        unit = text[len(number):].strip().lower() or "b"
+        try:
+            value = float(number) * _BYTE_UNITS[unit]
+        except (ValueError, KeyError):
+            raise ValueError(
+                f"limit must look like '50 MB' (units B, kB, MB, GB or KiB, MiB, GiB), got {limit!r}"
+            ) from None
+    else:
+        raise TypeError(f"limit must be a number of bytes or a string such as '50 MB', got {type(limit).__name__}")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"limit must be a positive amount of memory, got {limit!r}")
+    return int(value)
+
+
+def _fmt_seconds(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return f"{seconds} s"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(seconds) >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def _fmt_ratio(ratio: float) -> str:
+    return f"{ratio:.3g}" if math.isfinite(ratio) else str(ratio)
