@@ -1,0 +1,665 @@
+"""Behaviour of course_lib.grading: correct verdicts, clear messages, tricks that fail.
+
+Speed tests use pairs whose true ratio is large, measured on a 2-core machine:
+list membership against set membership (about 40x, the fast side about 1 ms per
+call), against sorting plus bisection (about 10-20x), and against itself (1x).
+Budgets are small (0.3 s); the margins between the true ratios and the thresholds
+are wide (a factor of 4 or more), so a loaded machine cannot flip a verdict.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import subprocess
+import sys
+import textwrap
+import time
+import tracemalloc
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra import numpy as hnp
+
+from course_lib import grading, memory, timing
+from course_lib.grading import (
+    GradingError,
+    TamperingDetected,
+    UnreliableMeasurement,
+    assert_peak_memory_below,
+    assert_same,
+    assert_scaling,
+    assert_speedup,
+    speedup_points,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+BUDGET = 0.3
+
+# --- the pairs -------------------------------------------------------------------------
+
+_rng = np.random.default_rng()
+
+
+def make_args():
+    """A fresh haystack of 20,000 ints and 300 queries (almost all absent: full scans)."""
+    return (_rng.integers(0, 10**9, 20_000).tolist(), _rng.integers(0, 10**9, 300).tolist())
+
+
+def make_tiny_args():
+    return (_rng.integers(0, 10**9, 10).tolist(), _rng.integers(0, 10**9, 3).tolist())
+
+
+def count_in_list(data, queries):
+    """The reference: about 45 ms per call here."""
+    return sum(q in data for q in queries)
+
+
+def count_in_set(data, queries):
+    """About 40x faster: about 1 ms per call, building the set dominates."""
+    lookup = set(data)
+    return sum(q in lookup for q in queries)
+
+
+def count_by_bisection(data, queries):
+    """About 10-20x faster: sorting dominates."""
+    ordered = sorted(data)
+    found = 0
+    for q in queries:
+        i = bisect.bisect_left(ordered, q)
+        found += i < len(ordered) and ordered[i] == q
+    return found
+
+
+def count_in_list_again(data, queries):
+    """Correct but no faster than the reference."""
+    return sum(1 for q in queries if q in data)
+
+
+def count_wrong(data, queries):
+    return sum(q in set(data) for q in queries) + 1
+
+
+class AlwaysEqual:
+    def __eq__(self, other):
+        return True
+
+    __hash__ = object.__hash__
+
+
+class MyWeirdThing:
+    pass
+
+
+class LyingArray(np.ndarray):
+    def __eq__(self, other):
+        return np.ones(np.shape(self), dtype=bool)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return np.zeros(np.shape(self))
+
+
+class LyingFloat(float):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = float.__hash__
+
+
+class LyingFrame(pd.DataFrame):
+    def equals(self, other):
+        return True
+
+
+# --- assert_same: what passes ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "actual, expected",
+    [
+        (0.1 + 0.2, 0.3),
+        (np.float64(2.5), 2.5),
+        (3, np.int64(3)),
+        (np.array([1.0, np.nan, np.inf]), np.array([1.0, np.nan, np.inf])),
+        ([1, 2.0, "x", None], [1, 2.0, "x", None]),
+        ({"a": (1, 2), "b": [np.array([1, 2])]}, {"b": [np.array([1, 2])], "a": (1, 2)}),
+        ({1, 2, 3}, {3, 2, 1}),
+        (pd.Series([1.0, 2.0], index=["x", "y"], name="v"), pd.Series([1.0, 2.0], index=["x", "y"], name="v")),
+        (pd.DataFrame({"a": [1, 2], "b": ["u", "v"]}), pd.DataFrame({"a": [1, 2], "b": ["u", "v"]})),
+        (pd.Timestamp("2024-01-01"), pd.Timestamp("2024-01-01")),
+        (np.array(["2024-01-01", "NaT"], dtype="datetime64[ns]"), np.array(["2024-01-01", "NaT"], dtype="datetime64[ns]")),
+        ([float(i) for i in range(100)], [float(i) for i in range(100)]),
+    ],
+)
+def test_equal_plain_values_pass(actual, expected):
+    assert_same(actual, expected)
+
+
+def test_tolerances_are_relative_to_the_reference():
+    assert_same(1.0 + 1e-12, 1.0)
+    assert_same(np.array([100.0]), np.array([100.5]), rtol=0.01)
+    assert_same(np.array([0.0]), np.array([1e-6]), atol=1e-5)
+    with pytest.raises(GradingError, match="allowed"):
+        assert_same(1.0 + 1e-6, 1.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(hnp.arrays(np.float64, hnp.array_shapes(max_dims=2, max_side=8), elements=st.floats(allow_nan=True)))
+def test_any_float_array_equals_its_copy(x):
+    assert_same(x.copy(), x)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    hnp.arrays(np.float64, st.integers(1, 30), elements=st.floats(-1e6, 1e6)),
+    st.data(),
+)
+def test_a_changed_element_is_found_at_its_position(x, data):
+    i = data.draw(st.integers(0, x.size - 1))
+    changed = x.copy()
+    changed[i] += 1.0 + abs(x[i])
+    with pytest.raises(GradingError, match=rf"first at \[{i}\]"):
+        assert_same(changed, x)
+
+
+# --- assert_same: messages that say what differs ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "actual, expected, message",
+    [
+        (np.zeros(3), np.zeros(4), r"shape differs: got \(3,\), expected \(4,\)"),
+        (np.zeros(3, dtype=np.float32), np.zeros(3), "dtype differs: got float32, expected float64"),
+        (np.array([[1, 2], [3, 5]]), np.array([[1, 2], [3, 4]]), r"1 of 4 values differ; first at \[1, 1\]: got 5, expected 4"),
+        (np.array([1.0, np.nan]), np.array([1.0, 2.0]), r"first at \[1\]: got nan, expected 2.0"),
+        ([1, 2], [1, 2, 3], "length differs: got 2, expected 3"),
+        ((1, [2, "x"]), (1, [2, "y"]), r"result\[1\]\[1\]: got 'x', expected 'y'"),
+        ({"a": 1}, {"a": 1, "b": 2}, r"missing keys \['b'\]"),
+        ({"a": 1.5}, {"a": 1.0}, r"result\['a'\]: got 1.5, expected 1.0"),
+        ([1, 2], (1, 2), "expected a tuple, got a list"),
+        ("3", 3, "expected an int, got a str '3'"),
+        ({1, 2}, {1, 3}, "sets differ: 1 missing, e.g. \\[3\\]; 1 unexpected, e.g. \\[2\\]"),
+        (3.0, 3, "expected an int, got a float 3.0"),
+    ],
+)
+def test_messages_say_what_differs(actual, expected, message):
+    with pytest.raises(GradingError, match=message):
+        assert_same(actual, expected)
+
+
+def test_series_mismatch_names_position_and_label():
+    expected = pd.Series([1.0, 2.0, 3.0], index=["FR", "DE", "IT"])
+    actual = pd.Series([1.0, 2.0, 3.5], index=["FR", "DE", "IT"])
+    with pytest.raises(GradingError, match=r"position 2 \(index label 'IT'\): got 3.5, expected 3.0"):
+        assert_same(actual, expected)
+
+
+def test_frame_mismatch_names_column_row_and_label():
+    expected = pd.DataFrame({"total": [1.0, 2.0], "n": [1, 2]}, index=pd.Index(["a", "b"], name="country"))
+    wrong_value = expected.copy()
+    wrong_value.loc["b", "n"] = 7
+    with pytest.raises(GradingError, match=r"result\['n'\].*row 1 \(index label 'b'\): got 7, expected 2"):
+        assert_same(wrong_value, expected)
+    with pytest.raises(GradingError, match=r"result.columns.*got 'n', expected 'total'"):
+        assert_same(expected[["n", "total"]], expected)
+    with pytest.raises(GradingError, match=r"result.index.names"):
+        assert_same(expected.rename_axis("place"), expected)
+    with pytest.raises(GradingError, match=r"shape differs"):
+        assert_same(expected.iloc[:1], expected)
+    with pytest.raises(GradingError, match=r"dtype of column 'n' differs: got float64, expected int64"):
+        assert_same(expected.astype({"n": float}), expected)
+
+
+def test_check_dtype_false_compares_numbers_by_value():
+    assert_same(np.array([1, 2]), np.array([1.0, 2.0]), check_dtype=False)
+    assert_same(3, 3.0, check_dtype=False)
+    with pytest.raises(GradingError, match="got 2.5, expected 2 "):
+        assert_same(np.array([1.0, 2.5]), np.array([1, 2]), check_dtype=False)
+
+
+def test_reference_of_unknown_type_is_a_configuration_error():
+    with pytest.raises(TypeError, match="reference value at result is a MyWeirdThing"):
+        assert_same(1, MyWeirdThing())
+
+
+# --- assert_same: objects that lie ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "liar, expected, message",
+    [
+        (AlwaysEqual(), np.array([1, 2]), "expected a numpy.ndarray, got AlwaysEqual"),
+        (MyWeirdThing(), np.array([1, 2]), "expected a numpy.ndarray, got MyWeirdThing"),
+        (np.zeros(2).view(LyingArray), np.array([1.0, 2.0]), "got LyingArray \\(a subclass of numpy.ndarray"),
+        (LyingFloat(0.0), 1.0, "expected a float, got LyingFloat \\(a subclass of float"),
+        (LyingFrame({"a": [0]}), pd.DataFrame({"a": [1]}), "got LyingFrame \\(a subclass of pandas.DataFrame"),
+        ([1, AlwaysEqual()], [1, 2], r"result\[1\]: expected an int, got AlwaysEqual"),
+        ({"k": AlwaysEqual()}, {"k": 2.0}, "expected a float, got AlwaysEqual"),
+        (np.array([AlwaysEqual()], dtype=object), np.array([1], dtype=object), "expected an int, got AlwaysEqual"),
+        (pd.Series([AlwaysEqual()]), pd.Series([1.0]), "dtype differs: got object, expected float64"),
+    ],
+)
+def test_objects_that_claim_equality_never_pass(liar, expected, message):
+    with pytest.raises(GradingError, match=message):
+        assert_same(liar, expected)
+
+
+def test_metaclass_claiming_to_be_float_is_not_believed():
+    class Meta(type):
+        def __eq__(cls, other):
+            return True
+
+        def __hash__(cls):
+            return hash(float)
+
+    class Pretender(metaclass=Meta):
+        pass
+
+    with pytest.raises(GradingError, match="expected a float, got Pretender"):
+        assert_same(Pretender(), 1.0)
+
+
+def test_patched_numpy_and_pandas_comparisons_change_nothing(monkeypatch):
+    always = lambda *args, **kwargs: True  # noqa: E731
+    monkeypatch.setattr(np, "allclose", always)
+    monkeypatch.setattr(np, "array_equal", always)
+    monkeypatch.setattr(np, "isclose", lambda a, b, *args, **kwargs: np.ones(np.shape(b), dtype=bool))
+    monkeypatch.setattr(np.testing, "assert_allclose", lambda *args, **kwargs: None)
+    monkeypatch.setattr(np.testing, "assert_array_equal", lambda *args, **kwargs: None)
+    monkeypatch.setattr(pd.testing, "assert_frame_equal", lambda *args, **kwargs: None)
+    monkeypatch.setattr(pd.testing, "assert_series_equal", lambda *args, **kwargs: None)
+    monkeypatch.setattr(pd.DataFrame, "equals", always)
+    monkeypatch.setattr(pd.Series, "to_numpy", lambda self, *args, **kwargs: np.ones(len(self)))
+    monkeypatch.setattr(pd.DataFrame, "to_numpy", lambda self, *args, **kwargs: np.ones(self.shape))
+    with pytest.raises(GradingError, match="got 0.0, expected 1.0"):
+        assert_same(np.zeros(3), np.ones(3))
+    with pytest.raises(GradingError, match="got 0.0, expected 1.0"):
+        assert_same(pd.DataFrame({"a": [0.0]}), pd.DataFrame({"a": [1.0]}))
+    with pytest.raises(GradingError, match="got 0.0, expected 1.0"):
+        assert_same(pd.Series([0.0]), pd.Series([1.0]))
+
+
+# --- assert_speedup: verdicts -----------------------------------------------------------
+
+
+def test_fast_correct_candidate_passes_silently(capfd):
+    assert assert_speedup(count_in_set, count_in_list, make_args, at_least=10, budget=BUDGET) is None
+    out, err = capfd.readouterr()
+    assert (out, err) == ("", "")
+
+
+def test_slow_correct_candidate_fails_with_ratio_and_requirement():
+    with pytest.raises(GradingError) as info:
+        assert_speedup(count_in_list_again, count_in_list, make_args, at_least=10, budget=BUDGET)
+    message = str(info.value)
+    assert message.startswith("Not fast enough: your function measured ")
+    measured = float(message.split("measured ")[1].split("x")[0])
+    assert 0.3 < measured < 3
+    assert "95% interval" in message
+    assert "needs a speed-up of 10x" in message
+    assert "a measured 9x passes" in message
+    assert not isinstance(info.value, (TamperingDetected, UnreliableMeasurement))
+
+
+def test_wrong_candidate_fails_before_any_timing(monkeypatch):
+    def no_timing(*args, **kwargs):
+        raise AssertionError("timing started although the result was wrong")
+
+    monkeypatch.setattr(grading, "_compare", no_timing)
+    with pytest.raises(GradingError, match=r"Wrong result on fresh input 1 of 3 \(checked before any timing\): result: got \d+, expected \d+"):
+        assert_speedup(count_wrong, count_in_list, make_args, at_least=10, budget=BUDGET)
+
+
+def test_candidate_that_raises_fails_with_the_exception_named():
+    def broken(data, queries):
+        raise KeyError("oops")
+
+    with pytest.raises(GradingError, match="Your function raised KeyError"):
+        assert_speedup(broken, count_in_list, make_args, at_least=10, budget=BUDGET)
+
+
+def test_microsecond_inputs_are_refused_as_a_configuration_problem():
+    with pytest.raises(UnreliableMeasurement) as info:
+        assert_speedup(count_in_set, count_in_list, make_tiny_args, at_least=10, budget=BUDGET)
+    message = str(info.value)
+    assert "configuration problem, not your code" in message
+    assert "Instructor: use larger inputs" in message
+    with pytest.raises(UnreliableMeasurement):
+        speedup_points(count_in_set, count_in_list, make_tiny_args, full_at=10, zero_at=2, points=1, budget=BUDGET)
+
+
+def test_make_args_returning_the_same_input_is_a_configuration_error():
+    fixed = make_args()
+    with pytest.raises(ValueError, match="make_args returned equal inputs"):
+        assert_speedup(count_in_set, count_in_list, lambda: fixed, at_least=10, budget=BUDGET)
+    with pytest.raises(TypeError, match="must return a tuple"):
+        assert_speedup(count_in_set, count_in_list, lambda: fixed[0], at_least=10, budget=BUDGET)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [({"at_least": 0}, "at_least must be positive"), ({"at_least": 10, "margin": 1.0}, "margin"),
+     ({"at_least": 10, "budget": -1}, "budget must be positive"), ({"at_least": "10"}, "at_least must be a number")],
+)
+def test_bad_settings_are_rejected(kwargs, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        assert_speedup(count_in_set, count_in_list, make_args, **kwargs)
+
+
+# --- speedup_points ----------------------------------------------------------------------
+
+
+def test_points_full_zero_and_in_between():
+    full = speedup_points(count_in_set, count_in_list, make_args, full_at=5, zero_at=2, points=3, budget=BUDGET)
+    zero = speedup_points(count_in_list_again, count_in_list, make_args, full_at=20, zero_at=3, points=3, budget=BUDGET)
+    # bisection is about 10-20x; credit runs from a measured 3.6x to 36x
+    middle = speedup_points(count_by_bisection, count_in_list, make_args, full_at=40, zero_at=4, points=3, budget=BUDGET)
+    assert (type(full), type(zero), type(middle)) == (float, float, float)
+    assert full == 3.0
+    assert zero == 0.0
+    assert 0.0 < middle < 3.0
+    assert float(repr(middle)) == middle  # what nbgrader parses from text/plain
+
+
+def test_points_refuse_wrong_results():
+    with pytest.raises(GradingError, match="Wrong result"):
+        speedup_points(count_wrong, count_in_list, make_args, full_at=5, zero_at=2, points=3, budget=BUDGET)
+
+
+@pytest.mark.parametrize(
+    "ratio, expected",
+    [(1.0, 0.0), (1.8, 0.0), (9.0, 2.0), (45.0, 4.0), (1000.0, 4.0), (math.nan, 0.0)],
+)
+def test_points_are_linear_in_log_speedup_after_margin(ratio, expected):
+    assert grading._points_for(ratio, full_at=50, zero_at=2, points=4, margin=0.1) == expected
+
+
+# --- tricks --------------------------------------------------------------------------------
+
+
+def test_reassigning_perf_counter_after_import_is_detected(monkeypatch):
+    monkeypatch.setattr(time, "perf_counter", lambda: 0.0)
+    with pytest.raises(TamperingDetected, match=r"^Tampering detected: .*time.perf_counter was reassigned"):
+        assert_speedup(count_in_set, count_in_list, make_args, at_least=10, budget=BUDGET)
+
+
+def test_reassigning_perf_counter_before_import_is_detected():
+    script = textwrap.dedent(
+        """
+        import time
+        time.perf_counter = lambda: 0.0
+        import numpy as np
+        from course_lib import grading
+        rng = np.random.default_rng()
+        try:
+            grading.assert_speedup(sorted, sorted, lambda: (rng.random(10).tolist(),), at_least=1)
+        except grading.TamperingDetected as exc:
+            print("DETECTED", exc)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert "DETECTED Tampering detected:" in done.stdout, done.stderr
+    assert "replaced before course_lib.grading was imported" in done.stdout
+
+
+def test_replacing_timing_internals_is_detected(monkeypatch):
+    real = time.perf_counter
+    monkeypatch.setattr(timing, "_perf_counter", lambda: real() * 0.1)
+    with pytest.raises(TamperingDetected, match="course_lib.timing"):
+        assert_speedup(count_in_set, count_in_list, make_args, at_least=10, budget=BUDGET)
+
+
+def test_scaled_clock_is_caught_by_the_independent_clock(monkeypatch):
+    # Switch off the identity checks so that only the cross-check with
+    # time.monotonic_ns stands between a scaled clock and a verdict.
+    real = time.perf_counter
+    monkeypatch.setattr(grading, "_tampering_problems", lambda: [])
+    monkeypatch.setattr(timing, "_perf_counter", lambda: real() * 5.0)
+    with pytest.raises(TamperingDetected, match="clock was tampered with"):
+        assert_speedup(count_in_set, count_in_list, make_args, at_least=10, budget=BUDGET)
+
+
+def test_stopped_clock_cannot_make_the_measurement_run_forever(monkeypatch):
+    monkeypatch.setattr(grading, "_tampering_problems", lambda: [])
+    monkeypatch.setattr(timing, "_perf_counter", lambda: 1.0)
+    started = time.monotonic()
+    with pytest.raises(TamperingDetected, match="far beyond the measurement's budget"):
+        assert_speedup(count_in_set, count_in_list, make_args, at_least=10, budget=0.1)
+    assert time.monotonic() - started < 30
+
+
+def test_memoising_on_identity_gains_nothing():
+    cache = {}
+
+    def memo_by_identity(data, queries):
+        key = (id(data), id(queries))
+        if key not in cache:
+            cache[key] = (data, queries, count_in_list(data, queries))  # keep them alive: ids stay unique
+        return cache[key][2]
+
+    with pytest.raises(GradingError, match="Not fast enough"):
+        assert_speedup(memo_by_identity, count_in_list, make_args, at_least=10, budget=BUDGET)
+
+
+def test_memoising_on_value_gains_nothing():
+    cache = {}
+
+    def memo_by_value(data, queries):
+        key = (tuple(data), tuple(queries))
+        if key not in cache:
+            cache[key] = count_in_list(data, queries)
+        return cache[key]
+
+    with pytest.raises(GradingError, match="Not fast enough"):
+        assert_speedup(memo_by_value, count_in_list, make_args, at_least=10, budget=BUDGET)
+
+
+def test_always_equal_result_fails_before_timing():
+    with pytest.raises(GradingError, match="expected an int, got AlwaysEqual"):
+        assert_speedup(lambda data, queries: AlwaysEqual(), count_in_list, make_args, at_least=10, budget=BUDGET)
+
+
+def test_lying_array_subclass_fails():
+    def baseline(x):
+        return np.sort(x)
+
+    def liar(x):
+        return np.zeros(len(x)).view(LyingArray)
+
+    with pytest.raises(GradingError, match="a subclass of numpy.ndarray"):
+        assert_speedup(liar, baseline, lambda: (_rng.random(1000),), at_least=1, budget=BUDGET)
+
+
+@pytest.mark.parametrize("verify_budget", [None, math.inf])
+def test_correct_first_then_garbage_is_caught_while_timed(verify_budget):
+    calls = {"n": 0}
+
+    def honest_at_first(data, queries):
+        calls["n"] += 1
+        return count_in_set(data, queries) if calls["n"] <= 3 else -1
+
+    with pytest.raises(GradingError, match="Wrong result in timed call"):
+        assert_speedup(honest_at_first, count_in_list, make_args, at_least=10, budget=BUDGET,
+                       verify_budget=verify_budget)
+    assert calls["n"] > 3
+
+
+def test_garbage_of_another_type_is_caught_on_every_timed_call():
+    calls = {"n": 0}
+
+    def sometimes_none(data, queries):
+        calls["n"] += 1
+        return count_in_set(data, queries) if calls["n"] <= 3 else None
+
+    with pytest.raises(GradingError, match="expected an int, got None"):
+        assert_speedup(sometimes_none, count_in_list, make_args, at_least=10, budget=BUDGET)
+    assert calls["n"] == 4  # the first timed call was already rejected
+
+
+def test_mutating_the_input_cannot_make_the_reference_agree():
+    def make_args_with_hits():
+        data, queries = make_args()
+        return data, queries[:200] + data[:100]  # 100 queries are found
+
+    def clears_its_input(data, queries):
+        data.clear()  # the reference would now find nothing either...
+        return 0  # ...but it gets its own copy of the input
+
+    assert count_in_list(*make_args_with_hits()) == 100
+    with pytest.raises(GradingError, match="Wrong result on fresh input 1 of 3.*got 0, expected 100"):
+        assert_speedup(clears_its_input, count_in_list, make_args_with_hits, at_least=10, budget=BUDGET)
+
+
+def test_stray_output_is_hidden_on_success_and_shown_on_failure(capfd):
+    def chatty(data, queries):
+        print("debugging...")
+        print("warning!", file=sys.stderr)
+        return count_in_set(data, queries)
+
+    assert_speedup(chatty, count_in_list, make_args, at_least=10, budget=BUDGET)
+    assert capfd.readouterr() == ("", "")
+
+    def chatty_and_wrong(data, queries):
+        print("debugging...")
+        return -1
+
+    with pytest.raises(GradingError, match="Output printed while grading:\ndebugging..."):
+        assert_speedup(chatty_and_wrong, count_in_list, make_args, at_least=10, budget=BUDGET)
+    assert capfd.readouterr() == ("", "")
+
+
+def test_numba_warnings_stay_silent(capfd):
+    numba = pytest.importorskip("numba")
+
+    @numba.njit(parallel=True)  # nothing to parallelise: NumbaPerformanceWarning on compile
+    def numba_total(x):
+        s = 0.0
+        for i in range(x.shape[0]):
+            s += x[i]
+        return s
+
+    def python_total(x):
+        s = 0.0
+        for v in x.tolist():
+            s += v
+        return s
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")  # as a fresh kernel would show them
+        assert_speedup(numba_total, python_total, lambda: (_rng.random(300_000),), at_least=5, budget=BUDGET)
+    assert capfd.readouterr() == ("", "")
+
+
+# --- memory -----------------------------------------------------------------------------
+
+
+def allocate_80_mb():
+    return float(np.ones(10_000_000).sum())  # 80 MB of float64
+
+
+def test_peak_memory_passes_and_fails_around_80_mb(capfd):
+    assert_peak_memory_below(allocate_80_mb, "100 MB")
+    assert_peak_memory_below(allocate_80_mb, 90_000_000)
+    assert capfd.readouterr() == ("", "")
+    with pytest.raises(GradingError, match=r"peak traced memory was 8\d\.\d MB; the limit is 50.0 MB"):
+        assert_peak_memory_below(allocate_80_mb, "50 MB")
+
+
+def test_peak_memory_passes_arguments_through():
+    assert_peak_memory_below(np.ones, "10 MB", 1000)
+    with pytest.raises(GradingError, match="Too much memory"):
+        assert_peak_memory_below(np.ones, "1 MB", 1_000_000)
+
+
+@pytest.mark.parametrize("limit", ["fifty", "50 XB", -5, 0, True])
+def test_bad_memory_limits_are_rejected(limit):
+    with pytest.raises((ValueError, TypeError), match="limit"):
+        assert_peak_memory_below(allocate_80_mb, limit)
+
+
+def test_tampered_tracemalloc_is_detected(monkeypatch):
+    monkeypatch.setattr(tracemalloc, "get_traced_memory", lambda: (0, 0))
+    with pytest.raises(TamperingDetected, match="tracemalloc.get_traced_memory was reassigned"):
+        assert_peak_memory_below(allocate_80_mb, "50 MB")
+
+
+def test_replaced_memory_peak_is_detected(monkeypatch):
+    monkeypatch.setattr(memory, "peak", lambda fn, *a, **k: memory.PeakResult(result=None, peak=0, seconds=0.0))
+    with pytest.raises(TamperingDetected, match="course_lib.memory.peak was reassigned"):
+        assert_peak_memory_below(allocate_80_mb, "50 MB")
+
+
+# --- scaling ------------------------------------------------------------------------------
+
+
+def make_list(n):
+    return _rng.random(n).tolist()
+
+
+def linear(xs):
+    total = 0.0
+    for x in xs:
+        total += x
+    return total
+
+
+def quadratic(xs):
+    smaller = 0
+    for x in xs:
+        for y in xs:
+            smaller += y < x
+    return smaller
+
+
+def test_linear_passes_and_quadratic_fails_at_exponent_1_5(capfd):
+    assert_scaling(linear, make_list, [50_000, 100_000, 200_000, 400_000], max_exponent=1.5, budget=0.05)
+    assert capfd.readouterr() == ("", "")
+    with pytest.raises(GradingError) as info:
+        assert_scaling(quadratic, make_list, [250, 500, 1_000, 2_000], max_exponent=1.5, budget=0.05)
+    message = str(info.value)
+    assert "Grows too fast: the fitted exponent is" in message
+    slope = float(message.split("exponent is ")[1].split(" ")[0])
+    assert 1.6 < slope < 2.6
+    assert "n  seconds  ratio" in " ".join(message.split("\n")[2].split()) or "seconds" in message
+    assert "2000" in message  # the doubling table is in the message
+
+
+def test_scaling_refuses_microsecond_sizes():
+    with pytest.raises(UnreliableMeasurement, match="use larger sizes"):
+        assert_scaling(linear, make_list, [10, 20, 40], max_exponent=1.5, budget=0.01)
+
+
+def test_scaling_memoised_on_identity_is_still_measured():
+    cache = {}
+
+    def memo_quadratic(xs):
+        if id(xs) not in cache:
+            cache[id(xs)] = (xs, quadratic(xs))
+        return cache[id(xs)][1]
+
+    with pytest.raises(GradingError, match="Grows too fast"):
+        assert_scaling(memo_quadratic, make_list, [250, 500, 1_000, 2_000], max_exponent=1.5, budget=0.05)
+
+
+def test_scaling_with_constant_inputs_is_a_configuration_error():
+    with pytest.raises(ValueError, match="returned equal inputs"):
+        assert_scaling(linear, lambda n: list(range(n)), [1000, 2000], max_exponent=1.5)
+
+
+# --- the exceptions -------------------------------------------------------------------------
+
+
+def test_exception_hierarchy_lets_nbgrader_and_the_cli_tell_them_apart():
+    assert issubclass(GradingError, AssertionError)
+    assert issubclass(TamperingDetected, GradingError)
+    assert issubclass(UnreliableMeasurement, GradingError)
+    assert str(TamperingDetected("x")).startswith("Tampering detected: x")
+    assert str(TamperingDetected("Tampering detected: y")) == "Tampering detected: y"
+
+
+def test_no_tampering_reported_in_a_clean_process():
+    assert grading._tampering_problems() == []
