@@ -246,13 +246,13 @@ def line_profile(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> pd.Dat
     ...     x = np.ones((n, n))
     ...     y = x @ x
     ...     return float(y[0, 0])
-    >>> table = line_profile(job, 400)
+    >>> table = line_profile(job, 600)
     >>> table["hits"].tolist()        # the def line itself never runs
     [0, 1, 1, 1]
     >>> table.loc[table["share"].idxmax(), "source"].strip()
     'y = x @ x'
     >>> table.attrs["result"]
-    400.0
+    600.0
     """
     target = _python_function(fn)
     try:

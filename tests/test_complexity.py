@@ -1,5 +1,6 @@
 import math
 import time
+from itertools import repeat
 
 import matplotlib
 
@@ -14,6 +15,8 @@ from course_lib import complexity
 
 
 # --- pure-Python workloads sized so every call takes at least about a millisecond -------
+# The real-timing tests use clock="cpu": this machine is shared with other busy
+# processes, which stretch long wall-clock calls more than short ones and bend the slope.
 
 
 def linear(n):
@@ -21,9 +24,11 @@ def linear(n):
 
 
 def quadratic(n):
+    # repeat() rather than range(): no int objects, so every step costs the same at any n
+    # (range(n) hands out cached small ints below 257, which made small n look cheap).
     total = 0
-    for i in range(n):
-        for j in range(n):
+    for _ in repeat(None, n):
+        for _ in repeat(None, n):
             total += 1
     return total
 
@@ -34,12 +39,12 @@ QUADRATIC_SIZES = [200, 400, 800, 1_600]
 
 @pytest.fixture(scope="module")
 def linear_table():
-    return complexity.doubling(linear, lambda n: n, LINEAR_SIZES, budget=0.08)
+    return complexity.doubling(linear, lambda n: n, LINEAR_SIZES, budget=0.08, clock="cpu")
 
 
 @pytest.fixture(scope="module")
 def quadratic_table():
-    return complexity.doubling(quadratic, lambda n: n, QUADRATIC_SIZES, budget=0.08)
+    return complexity.doubling(quadratic, lambda n: n, QUADRATIC_SIZES, budget=0.08, clock="cpu")
 
 
 def test_exponent_recovers_one_for_a_linear_function(linear_table):
@@ -55,8 +60,24 @@ def test_exponent_recovers_two_for_a_quadratic_function(quadratic_table):
 
 
 def test_exponent_can_run_the_doubling_experiment_itself():
-    fit = complexity.exponent(linear, lambda n: n, LINEAR_SIZES[:3], budget=0.05)
-    assert fit.slope == pytest.approx(1.0, abs=0.3)
+    fit = complexity.exponent(quadratic, lambda n: n, QUADRATIC_SIZES[:3], budget=0.05, clock="cpu")
+    assert fit.slope == pytest.approx(2.0, abs=0.3)
+
+
+def test_the_wall_clock_counts_waiting_and_the_cpu_clock_does_not():
+    def wait(n):
+        time.sleep(n * 1e-3)  # sleep() never returns early: at least n milliseconds
+
+    sizes = [2, 4, 8, 16]
+    wall = complexity.doubling(wait, lambda n: n, sizes, budget=0.02)
+    start = time.perf_counter()
+    cpu = complexity.doubling(wait, lambda n: n, sizes, budget=0.02, clock="cpu")
+    # The budget is wall time even on the CPU clock: sleeping calls cost little CPU, and
+    # calibrating on CPU time would have run hundreds of them per size.
+    assert time.perf_counter() - start < 2.0
+    assert (wall["seconds"] >= 0.95e-3 * wall["n"]).all()
+    assert (cpu["seconds"] < 0.3 * wall["seconds"]).all()
+    assert wall.attrs["clock"] == "wall" and cpu.attrs["clock"] == "cpu"
 
 
 def test_doubling_ratios_are_near_two_for_linear_and_four_for_quadratic(linear_table, quadratic_table):
@@ -117,6 +138,22 @@ def test_doubling_calls_fn_repeatedly_within_the_budget(monkeypatch):
     assert 150 <= calls["n"] <= 220
 
 
+def test_rounds_take_the_sizes_in_turn_and_the_fastest_round_counts(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(complexity, "_perf_counter", clock)
+    seen = []
+
+    def fn(x):
+        seen.append(x)
+        burst = 5.0 if 2 < len(seen) <= 14 else 1.0  # another process busy for a while
+        clock.now += burst * 1e-3 * x
+
+    table = complexity.doubling(fn, lambda n: n, [1, 2], budget=0.05)
+    np.testing.assert_allclose(table["seconds"], [1e-3, 2e-3])  # the undisturbed rounds
+    runs = [x for i, x in enumerate(seen) if i == 0 or seen[i - 1] != x]
+    assert runs[:6] == [1, 2, 1, 2, 1, 2]  # warm-ups, then round after round in turn
+
+
 def test_a_call_slower_than_the_budget_is_timed_once(monkeypatch):
     clock = FakeClock()
     monkeypatch.setattr(complexity, "_perf_counter", clock)
@@ -131,10 +168,24 @@ def test_a_call_slower_than_the_budget_is_timed_once(monkeypatch):
     np.testing.assert_allclose(table["seconds"], [1.0, 1.0])
 
 
-def test_rebinding_time_perf_counter_changes_nothing(monkeypatch):
+@pytest.mark.parametrize("clock", ["wall", "cpu"])
+def test_rebinding_the_time_module_clocks_changes_nothing(monkeypatch, clock):
     monkeypatch.setattr(time, "perf_counter", lambda: 0.0)
-    table = complexity.doubling(linear, lambda n: n, [20_000, 40_000], budget=0.01)
+    monkeypatch.setattr(time, "process_time", lambda: 0.0)
+    table = complexity.doubling(linear, lambda n: n, [20_000, 40_000], budget=0.01, clock=clock)
     assert (table["seconds"] > 0).all()
+
+
+def test_the_cpu_clock_is_the_module_process_time(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(complexity, "_process_time", clock)
+    monkeypatch.setattr(complexity, "_perf_counter", clock)  # the budget is kept in wall time
+
+    def fn(x):
+        clock.now += 1e-3 * x
+
+    table = complexity.doubling(fn, lambda n: n, [1, 2, 4], budget=0.05, clock="cpu")
+    np.testing.assert_allclose(table["seconds"], [1e-3, 2e-3, 4e-3])
 
 
 # --- the fit and its verdict on exact power laws ---------------------------------------
@@ -209,6 +260,11 @@ def test_bad_sizes_are_rejected(sizes, error, match):
 def test_bad_budget_is_rejected(budget):
     with pytest.raises(ValueError, match="budget"):
         complexity.doubling(linear, lambda n: n, [10, 20], budget=budget)
+
+
+def test_an_unknown_clock_is_rejected():
+    with pytest.raises(ValueError, match="'wall'.*'cpu'"):
+        complexity.doubling(linear, lambda n: n, [10, 20], clock="gpu")
 
 
 @pytest.mark.parametrize("fn, make_input", [(42, lambda n: n), (linear, "range")])

@@ -20,7 +20,7 @@ def slow_helper(k):
     return total
 
 
-def job(calls=1_000, k=100):
+def job(calls=1_000, k=1_000):
     results = []
     for _ in range(calls):
         results.append(slow_helper(k))
@@ -40,6 +40,8 @@ def fib(n):
 
 
 def builtin_heavy():
+    for _ in range(5_000):  # some time of its own, far above the list comprehension's
+        pass
     return sum(range(300_000))
 
 
@@ -161,7 +163,7 @@ def test_hotspot_picks_the_helper_from_a_table(job_table):
 
 
 def test_hotspot_profiles_a_function_itself():
-    assert profiling.hotspot(job, 300)["function"] == "slow_helper"
+    assert profiling.hotspot(job, 500)["function"] == "slow_helper"
 
 
 @pytest.mark.parametrize("by, expected", [("tottime", "slow_helper"), ("ncalls", "slow_helper"), ("cumtime", "middle")])
@@ -225,7 +227,7 @@ def loop_five():
 
 @pytest.fixture(scope="module")
 def numpy_table():
-    return profiling.line_profile(numpy_heavy, 300)
+    return profiling.line_profile(numpy_heavy, 600)
 
 
 def test_line_profile_finds_the_dominant_line(numpy_table):
@@ -251,7 +253,7 @@ def test_lines_that_never_ran_have_zero_hits(numpy_table):
     assert by_source['label = "never"'] == 0
     assert by_source["def numpy_heavy(n):"] == 0
     assert by_source["y = x @ x"] == 1
-    assert numpy_table.attrs["result"] == {"result": 300.0**3}
+    assert numpy_table.attrs["result"] == {"result": 600.0**3}
 
 
 def test_hits_count_loop_iterations():
