@@ -10,7 +10,9 @@ estimates the exponent from every size at once instead of from one noisy ratio::
     complexity.plot(table, fit)
 
 Size the inputs so each call takes at least a millisecond: below that, timer resolution,
-call overhead and a busy machine move the numbers more than the algorithm does.
+call overhead and a busy machine move the numbers more than the algorithm does. On a
+machine shared with other busy processes, ``clock="cpu"`` times CPU time instead of wall
+time, which those processes cannot stretch (right for single-threaded code).
 """
 
 from __future__ import annotations
