@@ -1,0 +1,303 @@
+"""The course's versions of three nbgrader preprocessors (wired in by ``nbgrader_config.py``).
+
+``CourseExecute``
+    nbgrader's ``Execute``, but a kernel that dies (``os._exit``, a segfault) or stops
+    answering no longer fails the whole submission: the cells that ran keep their outputs,
+    every later code cell gets an error output and so scores zero.
+``RestoreMissingCells``
+    nbgrader's ``OverwriteCells`` with ``add_missing_cells``, but a restored grade cell
+    raises instead of re-running the test (a deleted grade cell scores zero), it is placed
+    robustly, and what was restored or overwritten is recorded in the notebook's metadata.
+``HideHiddenTests``
+    for feedback: removes the ``BEGIN/END HIDDEN TESTS`` regions from the cells and the
+    hidden cells' own frames from their tracebacks, so feedback never shows hidden-test source.
+
+What they record goes to ``nb.metadata["measure_first"]`` (see :data:`METADATA_KEY`), where
+:mod:`course_lib.nbgrading` reads it back from the autograded notebook.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from nbclient.exceptions import DeadKernelError
+from nbclient.util import ensure_async, run_sync
+from nbformat.notebooknode import NotebookNode
+from nbformat.v4 import new_output
+from nbgrader import utils as nbutils
+from nbgrader.preprocessors import ClearHiddenTests, Execute, OverwriteCells
+from traitlets import Float, Unicode
+
+__all__ = [
+    "METADATA_KEY",
+    "KERNEL_DIED",
+    "NOT_RUN",
+    "CELL_TIMEOUT",
+    "GRADE_CELL_MISSING",
+    "CourseExecute",
+    "RestoreMissingCells",
+    "HideHiddenTests",
+]
+
+METADATA_KEY = "measure_first"
+"""Notebook metadata key under which these preprocessors record what they did."""
+
+KERNEL_DIED = "KernelDied"
+"""``ename`` of the error output given to the cell during which the kernel died."""
+
+NOT_RUN = "CellNotRun"
+"""``ename`` of the error output given to the cells after a dead or unresponsive kernel."""
+
+CELL_TIMEOUT = "CellTimeoutError"
+"""``ename`` nbgrader gives a cell that ran past the timeout."""
+
+GRADE_CELL_MISSING = "GradeCellMissing"
+"""``ename`` a restored grade cell raises, so that it scores zero."""
+
+
+class CourseExecute(Execute):
+    """nbgrader's ``Execute``; a dead or hung kernel costs the cells after it, not the submission.
+
+    nbgrader's own ``Execute`` lets ``DeadKernelError`` escape, and nbgrader then drops the
+    whole submission (the autograded notebook is deleted and no grade is saved). Here the cell
+    that was running when the kernel died gets a ``KernelDied`` error, and every later code
+    cell a ``CellNotRun`` error. Without those errors nbgrader would give a grade cell that
+    never ran full marks, since it scores a code cell with no error output as passed.
+
+    After a timeout the kernel is interrupted, as nbgrader does; if it then does not answer
+    within ``responsive_timeout`` seconds (student code that swallows ``KeyboardInterrupt``),
+    it is shut down and the remaining cells are marked as not run instead of each waiting for
+    its own timeout.
+    """
+
+    responsive_timeout = Float(
+        10.0, help="Seconds an interrupted kernel has to answer before it is given up on."
+    ).tag(config=True)
+
+    kernel_log = Unicode(
+        "", help="File that receives the kernel process's own stdout and stderr (default: inherited)."
+    ).tag(config=True)
+
+    async def async_start_new_kernel(self, **kwargs: Any) -> None:
+        # The kernel process writes its own warnings (not the cells' output, which travels over
+        # the kernel protocol) to the inherited stderr; while grading they belong in a log.
+        if not self.kernel_log:
+            return await super().async_start_new_kernel(**kwargs)
+        with open(self.kernel_log, "a", encoding="utf-8") as log:
+            return await super().async_start_new_kernel(stdout=log, stderr=log, **kwargs)
+
+    # nbclient binds the sync wrapper to its own coroutine, so it must be rebound here.
+    start_new_kernel = run_sync(async_start_new_kernel)
+
+    def preprocess(self, nb: NotebookNode, resources: Any = None, km: Any = None) -> tuple[NotebookNode, Any]:
+        self._stopped: dict[str, Any] | None = None
+        nb, resources = super().preprocess(nb, resources, km)
+        if self._stopped is not None:
+            nb.metadata.setdefault(METADATA_KEY, {})["kernel_stopped"] = self._stopped
+        return nb, resources
+
+    def preprocess_cell(self, cell: NotebookNode, resources: Any, index: int) -> tuple[NotebookNode, Any]:
+        if cell.cell_type != "code":
+            return cell, resources
+        if self._stopped is not None:
+            cell.outputs = [_error_output(NOT_RUN, f"not run: {self._stopped['reason']} in an earlier cell")]
+            cell.execution_count = None
+            return cell, resources
+        try:
+            cell, resources = super().preprocess_cell(cell, resources, index)
+        except DeadKernelError:
+            self._stop(cell, index, "the kernel died")
+            cell.outputs.append(_error_output(
+                KERNEL_DIED,
+                "the kernel died while this cell ran (for example os._exit, a crash or running "
+                "out of memory); later cells were not run and score zero",
+            ))
+            return cell, self.resources
+        if _has_error(cell, CELL_TIMEOUT) and not self._kernel_answers():
+            self._stop(cell, index, "the kernel stopped answering")
+            run_sync(self._async_shutdown_unresponsive)()
+        return cell, resources
+
+    def _stop(self, cell: NotebookNode, index: int, reason: str) -> None:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        self._stopped = {"reason": reason, "cell_index": index, "grade_id": grade_id}
+        self.log.warning("%s in cell %s; the remaining cells are marked as not run", reason, grade_id or index)
+
+    def _kernel_answers(self) -> bool:
+        return run_sync(self._async_kernel_answers)()
+
+    async def _async_kernel_answers(self) -> bool:
+        # A kernel_info request queues behind the interrupted cell: no reply means it is still busy.
+        msg_id = await ensure_async(self.kc.kernel_info())
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.responsive_timeout
+        while (remaining := deadline - loop.time()) > 0:
+            try:
+                msg = await ensure_async(self.kc.shell_channel.get_msg(timeout=remaining))
+            except Exception:  # queue.Empty: nothing arrived in time
+                return False
+            if msg.get("parent_header", {}).get("msg_id") == msg_id:
+                return True
+        return False
+
+    async def _async_shutdown_unresponsive(self) -> None:
+        if self.km is not None and await ensure_async(self.km.is_alive()):
+            await ensure_async(self.km.shutdown_kernel(now=True))
+
+
+class RestoreMissingCells(OverwriteCells):
+    """``OverwriteCells`` that puts deleted grade cells back as cells that score zero.
+
+    nbgrader's ``add_missing_cells`` restores a deleted grade cell *and runs it*, so deleting
+    a test could cost nothing; here the restored cell raises ``GradeCellMissing``. Cells are
+    placed after the nearest earlier cell of the source notebook that is still present (nbgrader's
+    own placement assumes that cell is a solution or grade cell and fails otherwise).
+
+    Recorded in ``nb.metadata["measure_first"]``: ``restored_cells`` (grade ids put back) and
+    ``overwritten_cells`` (read-only cells whose source, type, points or lock the student changed,
+    restored from the gradebook).
+    """
+
+    def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
+        self._restored: list[str] = []
+        self._overwritten: list[str] = []
+        nb, resources = super().preprocess(nb, resources)
+        record = nb.metadata.setdefault(METADATA_KEY, {})
+        record["restored_cells"] = self._restored
+        record["overwritten_cells"] = sorted(set(self._overwritten))
+        return nb, resources
+
+    def preprocess_cell(self, cell: NotebookNode, resources: dict, cell_index: int) -> tuple[NotebookNode, dict]:
+        # Every read-only cell with hidden tests differs from the gradebook (the student never
+        # had the hidden part), so a changed source counts as an edit only when the cell no
+        # longer matches the checksum it was released with.
+        meta = cell.metadata.get("nbgrader", {})
+        if "grade_id" in meta and nbutils.is_locked(cell) and "checksum" in meta \
+                and nbutils.compute_checksum(cell) != meta["checksum"]:
+            self._overwritten.append(meta["grade_id"])
+        return super().preprocess_cell(cell, resources, cell_index)
+
+    def report_change(self, name: str, attr: str, old: Any, new: Any) -> None:
+        super().report_change(name, attr, old, new)
+        if attr != "checksum":  # type, points or lock changed: always the student's doing
+            self._overwritten.append(name)
+
+    def add_missing_grade_cells(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
+        source_nb = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)
+        order = [cell.name for cell in source_nb.source_cells]
+        grade_cells = {cell.name: cell for cell in source_nb.grade_cells}
+        solution_ids = {cell.name for cell in source_nb.solution_cells}
+        for grade_id in sorted(grade_cells, key=lambda name: order.index(name) if name in order else -1):
+            if grade_id in _grade_ids(nb):
+                continue
+            self.log.warning("Missing grade cell %s: putting it back; it scores zero", grade_id)
+            source_cell = self.gradebook.find_source_cell(grade_id, self.notebook_id, self.assignment_id)
+            cell = self.missing_cell_transform(source_cell, grade_cells[grade_id].max_score,
+                                               is_solution=grade_id in solution_ids)
+            if cell.cell_type == "code":
+                cell.source = _missing_cell_source(grade_id)
+            cell.id = _free_cell_id(nb, grade_id)
+            nb.cells.insert(_insert_position(nb, order, grade_id), cell)
+            self._restored.append(grade_id)
+        return nb, resources
+
+
+class HideHiddenTests(ClearHiddenTests):
+    """Feedback preprocessor: hidden-test source never reaches the student.
+
+    Each ``BEGIN/END HIDDEN TESTS`` region becomes one comment line, and in the error outputs
+    of those cells the frames that show the cell's own lines are replaced by a one-line note.
+    Frames from the student's own cells and from library code are kept, and so is the error
+    message itself: it says what was wrong without showing the test.
+    """
+
+    placeholder = "# (hidden tests: not shown)"
+
+    def preprocess_cell(self, cell: NotebookNode, resources: dict, cell_index: int) -> tuple[NotebookNode, dict]:
+        if cell.cell_type != "code" or self.begin_test_delimeter not in cell.source:
+            return cell, resources
+        cell.source = _replace_regions(cell.source, self.begin_test_delimeter, self.end_test_delimeter,
+                                       self.placeholder)
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                output.traceback = _hide_own_frames(output.get("traceback", []), cell.get("execution_count"))
+        return cell, resources
+
+
+# --- private helpers -------------------------------------------------------------------------
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_HIDDEN_FRAME = "(a line of the hidden tests: not shown)"
+
+
+def _error_output(ename: str, evalue: str) -> NotebookNode:
+    return new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
+
+
+def _has_error(cell: NotebookNode, ename: str) -> bool:
+    return any(o.get("output_type") == "error" and o.get("ename") == ename for o in cell.get("outputs", []))
+
+
+def _grade_ids(nb: NotebookNode) -> list[str]:
+    return [cell.metadata.get("nbgrader", {}).get("grade_id") for cell in nb.cells]
+
+
+def _free_cell_id(nb: NotebookNode, grade_id: str) -> str:
+    """A cell id (nbformat 4.5 requires one) that no other cell of ``nb`` uses."""
+    taken = {cell.get("id") for cell in nb.cells}
+    base = re.sub(r"[^A-Za-z0-9_-]", "-", grade_id)[:56] or "restored"
+    candidate, n = base, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{base}-{n}"
+    return candidate
+
+
+def _insert_position(nb: NotebookNode, order: list[str], grade_id: str) -> int:
+    """Just after the nearest cell that precedes ``grade_id`` in the source and is still present."""
+    present = _grade_ids(nb)
+    earlier = order[: order.index(grade_id)] if grade_id in order else []
+    for name in reversed(earlier):
+        if name in present:
+            return present.index(name) + 1
+    return 0
+
+
+def _missing_cell_source(grade_id: str) -> str:
+    message = (f"grade cell {grade_id!r} was missing from the submission; it was put back "
+               "by the grader and scores zero")
+    return f"# This cell was missing from the submission and was put back when grading.\n" \
+           f"raise AssertionError({message!r})"
+
+
+def _replace_regions(source: str, begin: str, end: str, placeholder: str) -> str:
+    lines, inside = [], False
+    for line in source.split("\n"):
+        if begin in line:
+            inside = True
+            indent = line[: len(line) - len(line.lstrip())]
+            lines.append(indent + placeholder)
+        elif end in line:
+            inside = False
+        elif not inside:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def _hide_own_frames(traceback: list[str], execution_count: int | None) -> list[str]:
+    """Drop the frames that quote this cell's lines (IPython labels them ``Cell In[N], line L``)."""
+    if execution_count is None:
+        own = re.compile(r"^\s*(Cell In\[\d*\]|Input In \[\d*\]|<ipython-input-)")
+    else:
+        own = re.compile(rf"^\s*(Cell In\[{execution_count}\]|Input In \[{execution_count}\]"
+                         rf"|<ipython-input-{execution_count}-)")
+    kept = []
+    for frame in traceback:
+        if own.match(_ANSI.sub("", frame)):
+            if not kept or kept[-1] != _HIDDEN_FRAME:
+                kept.append(_HIDDEN_FRAME)
+        else:
+            kept.append(frame)
+    return kept

@@ -1,0 +1,178 @@
+"""``course``: release assignments, grade submissions, and let students check their work.
+
+::
+
+    course release [ASSIGNMENT]                  regenerate assignments/ from solutions/
+    course grade [ASSIGNMENT] --submissions DIR  collect, autograde, feedback, grades.csv, table
+    course check NOTEBOOK                        a student's self-check of the visible tests
+
+Exit status (scripts may rely on it)
+------------------------------------
+0
+    done: released; every submission graded and none flagged; every visible test passed.
+1
+    done, but look: some submission is flagged for review (unreadable, grade cell put back,
+    timeout, kernel died, tampering, ...), or ``check`` found a failing visible test.
+2
+    nothing done: bad usage or input (missing folder, unknown assignment, unreadable
+    notebook given to ``check``, no course repository found); one line on stderr says why.
+
+The folders and the gradebook come from ``nbgrader_config.py``; ``--grading-dir``, ``--db``
+and ``--timeout`` override them (or set ``COURSE_GRADING_DIR``, ``COURSE_DB_URL``,
+``COURSE_CELL_TIMEOUT``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["main", "EXIT_OK", "EXIT_FLAGGED", "EXIT_USAGE"]
+
+EXIT_OK = 0
+EXIT_FLAGGED = 1
+EXIT_USAGE = 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``course`` command with ``argv`` (default: ``sys.argv[1:]``); return the exit status.
+
+    Examples
+    --------
+    >>> main(["release", "no-such-assignment", "--root", "/"])
+    2
+    """
+    args = _parser().parse_args(argv)
+    # nbgrading imports nbgrader (about two seconds): not needed to print --help.
+    from course_lib.nbgrading import CourseError
+
+    try:
+        return args.run(args)
+    except CourseError as err:
+        print(f"course {args.command}: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"course {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+# --- private helpers -------------------------------------------------------------------------
+
+def _release(args: argparse.Namespace) -> int:
+    from course_lib import nbgrading
+
+    course = nbgrading.Course.locate(root=args.root)
+    names = [args.assignment] if args.assignment else course.assignments()
+    if not names:
+        raise nbgrading.CourseError(f"no assignments in {course.root / 'solutions'}")
+    for name in names:
+        folder = nbgrading.release(course, name)
+        print(f"released {name} -> {_show(folder, course.root)}")
+    return EXIT_OK
+
+
+def _grade(args: argparse.Namespace) -> int:
+    from course_lib import nbgrading
+
+    course = nbgrading.Course.locate(root=args.root, grading_dir=args.grading_dir, db_url=args.db,
+                                     timeout=args.timeout)
+    if args.assignment:
+        course.notebooks(args.assignment)  # unknown assignment: one-line error before any work
+    results = nbgrading.grade(course, args.submissions, [args.assignment] if args.assignment else None,
+                              progress=False if args.no_progress else None)
+    print(nbgrading.format_table(results))
+    print()
+    feedback = course.grading_dir / "feedback"
+    print(f"Feedback:  {_show(feedback, course.root)}/STUDENT/ASSIGNMENT/*.html")
+    print(f"Grades:    {_show(course.grading_dir / 'grades.csv', course.root)}")
+    print(f"Flags:     {_show(course.grading_dir / 'flags.csv', course.root)}")
+    print(f"Gradebook: {_show_url(course.db_url)}")
+    flagged = [r for r in results if r.flagged]
+    if flagged:
+        print(f"{len(flagged)} of {len(results)} submissions flagged for review.")
+        return EXIT_FLAGGED
+    return EXIT_OK
+
+
+def _check(args: argparse.Namespace) -> int:
+    from course_lib import nbgrading
+
+    result = nbgrading.check_notebook(args.notebook, timeout=args.timeout or 60)
+    print(result.report())
+    return EXIT_OK if result.passed else EXIT_FLAGGED
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="course",
+        description="Release assignments, grade submissions with nbgrader, check a notebook.",
+        epilog="Exit status: 0 done; 1 done but flagged submissions or failing checks; 2 usage or input error.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    release = commands.add_parser("release", help="regenerate assignments/ from solutions/",
+                                  description="Regenerate the student version of an assignment "
+                                              "(all when none is named) with nbgrader generate_assignment.")
+    release.add_argument("assignment", nargs="?", help="assignment name (a folder of solutions/)")
+    _add_root(release)
+    release.set_defaults(run=_release)
+
+    grade = commands.add_parser("grade", help="autograde a folder of submissions",
+                                description="Collect the submissions, autograde them, write feedback and "
+                                            "grades.csv, and print a students x assignments table.")
+    grade.add_argument("assignment", nargs="?", help="assignment name (default: every assignment found)")
+    grade.add_argument("--submissions", required=True, type=Path, metavar="DIR",
+                       help="DIR/STUDENT/ASSIGNMENT/*.ipynb, or GitHub Classroom's DIR/ASSIGNMENT-STUDENT/...")
+    grade.add_argument("--db", metavar="URL", help="gradebook URL, e.g. postgresql://user@host/course "
+                                                   "(default: SQLite in the grading folder)")
+    grade.add_argument("--timeout", type=_seconds, metavar="S", help="seconds a cell may run (default 60)")
+    grade.add_argument("--grading-dir", type=Path, metavar="DIR",
+                       help="where submitted/, autograded/, feedback/ and the gradebook go (default grading/)")
+    grade.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_root(grade)
+    grade.set_defaults(run=_grade)
+
+    check = commands.add_parser("check", help="run a notebook's visible tests, with points",
+                                description="Run your notebook in a fresh kernel and show which visible "
+                                            "tests pass. Hidden tests run only when it is graded.")
+    check.add_argument("notebook", type=Path, help="the notebook to check")
+    check.add_argument("--timeout", type=_seconds, metavar="S", help="seconds a cell may run (default 60)")
+    check.set_defaults(run=_check)
+    return parser
+
+
+def _add_root(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--root", type=Path, metavar="DIR",
+                        help="the course repository (default: found upwards from here by nbgrader_config.py)")
+
+
+def _seconds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of seconds such as 60, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"a timeout must be positive, got {value}")
+    return value
+
+
+def _show(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def _show_url(url: str) -> str:
+    # never print a password that the URL may carry
+    if "://" in url and "@" in url.split("://", 1)[1]:
+        scheme, rest = url.split("://", 1)
+        credentials, host = rest.rsplit("@", 1)
+        return f"{scheme}://{credentials.split(':', 1)[0]}:***@{host}" if ":" in credentials else url
+    return url.removeprefix("sqlite:///")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,716 @@
+"""The course's grading on top of nbgrader: release, grade a batch, and a student's self-check.
+
+Everything here drives nbgrader's own converters (``GenerateAssignment``, ``Autograde``,
+``GenerateFeedback``), its gradebook and its CSV export, configured by the repository's
+``nbgrader_config.py``; the ``course`` command (:mod:`course_lib.cli`) is a thin layer over it.
+
+What this module adds to nbgrader
+---------------------------------
+- a batch that never stops at a bad submission: an unreadable notebook scores zero and is
+  flagged, a kernel that dies is graded on what ran (see :class:`CourseExecute`), and the
+  rest of the batch goes on;
+- *flags* for the instructor (:class:`Flag`): unreadable notebook, grade cell put back,
+  read-only cell overwritten, cell timeout, kernel died, tampering detected, unreliable
+  measurement, code that reads ``NBGRADER_EXECUTION``, grading error;
+- feedback without hidden-test source (:class:`HideHiddenTests`);
+- :func:`check_notebook`, the visible tests of a student's notebook with points.
+
+Each submission is graded by :func:`grade_submission`, which needs only a :class:`Course`
+and names, so that a batch can later be spread over worker processes.
+
+Examples
+--------
+>>> Flag("timeout", ("test_speed",)).label
+'timeout:test_speed'
+>>> str(Flag("malformed", detail="not valid JSON"))
+'malformed'
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import csv
+import html
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from nbgrader import utils as nbutils
+from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.converters import Autograde, GenerateAssignment, GenerateFeedback
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.nbgraderformat import MetadataValidator
+from nbgrader.plugins.export import CsvExportPlugin
+from traitlets.config import Config
+from traitlets.config.loader import PyFileConfigLoader
+
+from course_lib._nbpreprocessors import (
+    CELL_TIMEOUT,
+    METADATA_KEY,
+    CourseExecute,
+    HideHiddenTests,
+    RestoreMissingCells,
+)
+from course_lib._submissions import Submission, copy_submission, find_submissions
+
+__all__ = [
+    "CONFIG_FILE",
+    "Course",
+    "CourseError",
+    "Flag",
+    "SubmissionResult",
+    "CheckedCell",
+    "CheckResult",
+    "release",
+    "grade",
+    "grade_submission",
+    "format_table",
+    "check_notebook",
+    "CourseExecute",
+    "RestoreMissingCells",
+    "HideHiddenTests",
+]
+
+CONFIG_FILE = "nbgrader_config.py"
+"""The file that marks a course repository's root and configures nbgrader."""
+
+
+class CourseError(ValueError):
+    """Bad input from the person running a command (missing folder, unknown assignment, ...).
+
+    The ``course`` command prints its message on one line and exits with status 2.
+    """
+
+
+@dataclass(frozen=True)
+class Course:
+    """Where a course lives and how it grades.
+
+    Use :meth:`locate`; it fills what is not given from the environment variables that
+    ``nbgrader_config.py`` documents (``COURSE_GRADING_DIR``, ``COURSE_DB_URL``,
+    ``COURSE_CELL_TIMEOUT``; ``COURSE_ROOT`` for the root) and then from the defaults.
+    """
+
+    root: Path
+    grading_dir: Path
+    db_url: str
+    timeout: int
+
+    @classmethod
+    def locate(cls, root: str | Path | None = None, grading_dir: str | Path | None = None,
+               db_url: str | None = None, timeout: int | None = None) -> Course:
+        """The course whose ``nbgrader_config.py`` is in ``root`` (default: found upwards from here).
+
+        Raises
+        ------
+        CourseError
+            if no ``nbgrader_config.py`` is found, or ``timeout`` is not positive.
+        """
+        root_path = _find_root(root or os.environ.get("COURSE_ROOT"))
+        grading = Path(grading_dir or os.environ.get("COURSE_GRADING_DIR") or root_path / "grading")
+        grading = grading.expanduser().resolve()
+        url = db_url or os.environ.get("COURSE_DB_URL") or f"sqlite:///{grading / 'gradebook.db'}"
+        seconds = int(timeout if timeout is not None else os.environ.get("COURSE_CELL_TIMEOUT") or 60)
+        if seconds <= 0:
+            raise CourseError(f"the cell timeout must be a positive number of seconds, got {seconds}")
+        return cls(root_path, grading, url, seconds)
+
+    def config(self) -> Config:
+        """nbgrader's configuration: ``nbgrader_config.py`` read with this course's settings."""
+        with _environment(COURSE_GRADING_DIR=str(self.grading_dir), COURSE_DB_URL=self.db_url,
+                          COURSE_CELL_TIMEOUT=str(self.timeout)):
+            return PyFileConfigLoader(CONFIG_FILE, path=str(self.root)).load_config()
+
+    def assignments(self) -> list[str]:
+        """The assignments in ``solutions/``: folders holding at least one notebook."""
+        source = self.root / "solutions"
+        if not source.is_dir():
+            return []
+        return sorted(p.name for p in source.iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
+
+    def notebooks(self, assignment: str) -> list[str]:
+        """Names (without ``.ipynb``) of the notebooks of ``assignment``.
+
+        Raises
+        ------
+        CourseError
+            if there is no such assignment in ``solutions/``.
+        """
+        known = self.assignments()
+        if assignment not in known:
+            hint = ", ".join(known) if known else "none"
+            raise CourseError(f"unknown assignment {assignment!r} (assignments in solutions/: {hint})")
+        return sorted(p.stem for p in (self.root / "solutions" / assignment).glob("*.ipynb"))
+
+    def step(self, name: str, student: str, assignment: str) -> Path:
+        """``grading/NAME/STUDENT/ASSIGNMENT`` for name in submitted, autograded, feedback."""
+        return self.grading_dir / name / student / assignment
+
+
+@dataclass(frozen=True)
+class Flag:
+    """Something about a submission an instructor should look at.
+
+    ``kind`` is one of ``malformed``, ``no-notebook``, ``restored``, ``overwritten``,
+    ``timeout``, ``kernel-died``, ``kernel-unresponsive``, ``tampering``, ``unreliable``,
+    ``reads-NBGRADER_EXECUTION``, ``grading-error``, ``note``; ``cells`` are the grade ids
+    concerned; ``detail`` is a sentence for the report.
+    """
+
+    kind: str
+    cells: tuple[str, ...] = ()
+    detail: str = ""
+
+    @property
+    def label(self) -> str:
+        """Short form for tables: ``kind`` or ``kind:cell,cell``."""
+        return self.kind + (":" + ",".join(self.cells) if self.cells else "")
+
+    def __str__(self) -> str:
+        return self.label
+
+
+@dataclass(frozen=True)
+class SubmissionResult:
+    """The outcome of grading one student's submission of one assignment."""
+
+    student: str
+    assignment: str
+    score: float
+    max_score: float
+    cell_scores: dict[str, float] = field(default_factory=dict)
+    flags: tuple[Flag, ...] = ()
+    feedback: tuple[Path, ...] = ()
+
+    @property
+    def flagged(self) -> bool:
+        return bool(self.flags)
+
+    def has_flag(self, kind: str) -> bool:
+        return any(flag.kind == kind for flag in self.flags)
+
+
+@dataclass(frozen=True)
+class CheckedCell:
+    """One grade cell in :func:`check_notebook`: ``status`` is passed, failed, hidden or manual."""
+
+    grade_id: str
+    status: str
+    points: float
+    max_points: float
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What :func:`check_notebook` found; ``passed`` is True when every visible test passed."""
+
+    notebook: Path
+    cells: tuple[CheckedCell, ...]
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return all(cell.status != "failed" for cell in self.cells)
+
+    @property
+    def visible_points(self) -> tuple[float, float]:
+        """Points scored and available in the visible tests."""
+        visible = [c for c in self.cells if c.status in ("passed", "failed")]
+        return sum(c.points for c in visible), sum(c.max_points for c in visible)
+
+    @property
+    def hidden_points(self) -> float:
+        return sum(c.max_points for c in self.cells if c.status == "hidden")
+
+    def report(self) -> str:
+        """The printable report: one line per grade cell, then the totals."""
+        lines = [f"Checking {self.notebook.name}: visible tests only; hidden tests run when it is graded."]
+        lines += [f"  warning: {w}" for w in self.warnings]
+        width = max([len(c.grade_id) for c in self.cells] + [10])
+        for cell in self.cells:
+            if cell.status == "hidden":
+                lines.append(f"  ----  {cell.grade_id:<{width}}  {_pts(cell.max_points)} points in hidden tests")
+            elif cell.status == "manual":
+                lines.append(f"  ----  {cell.grade_id:<{width}}  {_pts(cell.max_points)} points, graded by hand")
+            else:
+                tag = "PASS" if cell.status == "passed" else "FAIL"
+                line = f"  {tag}  {cell.grade_id:<{width}}  {_pts(cell.points)} / {_pts(cell.max_points)}"
+                lines.append(line + (f"  {cell.message}" if cell.message else ""))
+        got, available = self.visible_points
+        n_visible = sum(c.status in ("passed", "failed") for c in self.cells)
+        n_passed = sum(c.status == "passed" for c in self.cells)
+        lines.append(f"Visible tests: {n_passed} of {n_visible} passed, {_pts(got)} / {_pts(available)} points; "
+                     f"{_pts(self.hidden_points)} more points in hidden tests.")
+        return "\n".join(lines)
+
+
+def release(course: Course, assignment: str) -> Path:
+    """Regenerate ``assignments/ASSIGNMENT`` from ``solutions/ASSIGNMENT`` (no gradebook touched).
+
+    Returns the released folder.
+
+    Raises
+    ------
+    CourseError
+        for an unknown assignment, or when nbgrader cannot generate it (the message says why).
+    """
+    course.notebooks(assignment)  # unknown assignment -> CourseError
+    cfg = course.config()
+    cfg.SaveCells.enabled = False
+    cfg.GenerateAssignment.no_database = True
+    outcome = _run(course, GenerateAssignment, cfg, assignment, force=True)
+    if not outcome["success"]:
+        raise CourseError(f"could not release {assignment!r}: {_last_error(outcome)}")
+    return course.root / "assignments" / assignment
+
+
+def grade(course: Course, submissions: str | Path, assignments: list[str] | None = None,
+          progress: bool | None = None) -> list[SubmissionResult]:
+    """Collect, autograde and give feedback on every submission in ``submissions``.
+
+    Writes ``grading/grades.csv`` (nbgrader's CSV export of the whole gradebook) and
+    ``grading/flags.csv`` (one row per flag). ``assignments`` defaults to every assignment
+    in ``solutions/`` that has submissions in the folder. ``progress``: show a tqdm bar on
+    stderr (default: when there are more than 5 submissions).
+
+    Raises
+    ------
+    CourseError
+        for a missing submissions folder, an unknown assignment, or a folder holding no
+        submission of the assignments asked for.
+    """
+    folder = Path(submissions)
+    if not folder.is_dir():
+        raise CourseError(f"submissions folder not found: {folder}")
+    names = assignments or course.assignments()
+    found = {name: _find(folder, name, course.notebooks(name)) for name in names}
+    found = {name: subs for name, subs in found.items() if subs or assignments}
+    if not any(found.values()):
+        asked = ", ".join(names) if names else "(no assignments in solutions/)"
+        raise CourseError(f"no submissions of {asked} in {folder} (expected {folder}/STUDENT/ASSIGNMENT/"
+                          "*.ipynb or GitHub Classroom's {folder}/ASSIGNMENT-STUDENT/...)")
+    course.grading_dir.mkdir(parents=True, exist_ok=True)
+    total = sum(len(subs) for subs in found.values())
+    results = []
+    with _progress_bar(total, progress) as bar:
+        for name, subs in found.items():
+            _sync_assignment(course, name)
+            for submission in subs:
+                bar.set_postfix_str(f"{name}/{submission.student}")
+                results.append(grade_submission(course, submission))
+                bar.update()
+    _export(course, results)
+    return results
+
+
+def grade_submission(course: Course, submission: Submission) -> SubmissionResult:
+    """Copy one submission into ``grading/submitted``, autograde it and write its feedback.
+
+    The assignment must already be in the gradebook (:func:`grade` puts it there).
+    Never raises for a bad submission: what went wrong is in the result's flags.
+    """
+    student, assignment = submission.student, submission.assignment
+    flags = [Flag("note", detail=note) for note in submission.notes]
+    readable, problems = {}, {}
+    for name, path in submission.notebooks.items():
+        problems[name] = _unreadable_reason(path)
+        readable[name] = problems[name] is None
+    copy_submission(submission, course.step("submitted", student, assignment), readable)
+    for name, reason in problems.items():
+        if reason:
+            flags.append(Flag("malformed", (), f"{name}.ipynb: {reason}"))
+    missing = [n for n in course.notebooks(assignment) if n not in submission.notebooks]
+    if missing:
+        flags.append(Flag("no-notebook", (), "not found: " + ", ".join(f"{n}.ipynb" for n in missing)))
+    for step in ("autograded", "feedback"):
+        _remove(course.step(step, student, assignment))
+
+    log_file = course.grading_dir / "logs" / assignment / f"{student}.log"
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    log_file.write_text("", encoding="utf-8")
+    if any(readable.values()):
+        cfg = course.config()
+        cfg.CourseExecute.kernel_log = str(log_file)
+        outcome = _run(course, Autograde, cfg, assignment, student, force=True, create_student=True)
+        _append_log(log_file, "autograde", outcome)
+        if outcome["success"]:
+            flags += _autograded_flags(course, student, assignment)
+            outcome = _run(course, GenerateFeedback, course.config(), assignment, student, force=True)
+            _append_log(log_file, "generate_feedback", outcome)
+            if not outcome["success"]:
+                flags.append(Flag("grading-error", (), "feedback: " + _last_error(outcome)))
+        else:
+            flags.append(Flag("grading-error", (), _last_error(outcome)))
+    else:
+        _record_zero(course, assignment, student)
+    feedback = _write_missing_feedback(course, student, assignment, problems, missing)
+    score, max_score, cells = _scores(course, assignment, student)
+    return SubmissionResult(student, assignment, score, max_score, cells, tuple(flags), feedback)
+
+
+def format_table(results: list[SubmissionResult]) -> str:
+    """Students down, assignments across (``score / max``), then each student's flags."""
+    assignments = sorted({r.assignment for r in results})
+    students = sorted({r.student for r in results})
+    by_key = {(r.student, r.assignment): r for r in results}
+    header = ["student", *assignments, "flags"]
+    rows = []
+    for student in students:
+        row, flags = [student], []
+        for assignment in assignments:
+            result = by_key.get((student, assignment))
+            row.append("" if result is None else f"{_pts(result.score)} / {_pts(result.max_score)}")
+            if result is not None:
+                prefix = f"{assignment}: " if len(assignments) > 1 else ""
+                flags += [prefix + f.label for f in result.flags]
+        rows.append(row + ["; ".join(flags)])
+    widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
+    lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)).rstrip() for line in [header, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def check_notebook(path: str | Path, timeout: int = 60) -> CheckResult:
+    """Run a student's notebook as it is, in a fresh kernel, and score its visible tests.
+
+    Grade cells whose source holds no code (their tests are hidden) are reported as
+    ``hidden``; the others are scored the way nbgrader scores them (an error or any stderr
+    output fails the cell). The kernel starts in the notebook's folder with
+    ``NBGRADER_EXECUTION=validate``, as ``nbgrader validate`` does.
+
+    Raises
+    ------
+    CourseError
+        if the file is missing or is not a readable notebook.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise CourseError(f"notebook not found: {path}")
+    reason = _unreadable_reason(path)
+    if reason:
+        raise CourseError(f"{path} is not a readable notebook: {reason}")
+    nb = nbformat.read(path, as_version=4)
+    warnings = [f"read-only cell {cell.metadata.nbgrader['grade_id']!r} was edited; "
+                "the original is put back when grading"
+                for cell in nb.cells if _edited_locked(cell)]
+    executor = CourseExecute(timeout=timeout, log=_quiet_logger())
+    with _environment(NBGRADER_EXECUTION="validate", PYDEVD_DISABLE_FILE_VALIDATION="1"):
+        executor.preprocess(nb, {"metadata": {"path": str(path.parent.resolve())}})
+    return CheckResult(path, tuple(_check_cell(cell) for cell in nb.cells if nbutils.is_grade(cell)),
+                       tuple(warnings))
+
+
+# --- private helpers -------------------------------------------------------------------------
+
+_TAMPERING_PREFIX = "Tampering detected:"
+
+
+def _find_root(start: str | Path | None) -> Path:
+    if start is not None:
+        root = Path(start).expanduser().resolve()
+        if not (root / CONFIG_FILE).is_file():
+            raise CourseError(f"no {CONFIG_FILE} in {root}: not a course repository")
+        return root
+    here = Path.cwd().resolve()
+    for folder in (here, *here.parents):
+        if (folder / CONFIG_FILE).is_file():
+            return folder
+    raise CourseError(f"no {CONFIG_FILE} here or in any parent folder of {here}; run this inside the "
+                      "course repository or pass --root")
+
+
+@contextlib.contextmanager
+def _environment(**values: str) -> Iterator[None]:
+    old = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in old.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _quiet_logger() -> logging.Logger:
+    # nbgrader logs every step; the course command reports results itself, so the log only
+    # goes to the buffer that nbgrader's capture_log attaches.
+    log = logging.getLogger("course_lib.nbgrading.nbgrader")
+    log.propagate = False
+    log.setLevel(logging.INFO)
+    return log
+
+
+def _run(course: Course, converter: type, cfg: Config, assignment: str, student: str | None = None,
+         **traits: object) -> dict:
+    log = _quiet_logger()
+    coursedir = CourseDirectory(config=cfg, log=log)
+    coursedir.assignment_id = assignment
+    if student is not None:
+        coursedir.student_id = student
+    app = converter(coursedir=coursedir, config=cfg, log=log)
+    for name, value in traits.items():
+        setattr(app, name, value)
+    with _environment(**_nbgrader_env()), _quiet_warnings():
+        return nbutils.capture_log(app)
+
+
+def _append_log(path: Path, step: str, outcome: dict) -> None:
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(f"=== nbgrader {step}: {'ok' if outcome['success'] else 'FAILED'}\n")
+        fh.write(outcome.get("log", ""))
+        fh.write(outcome.get("error", ""))
+
+
+@contextlib.contextmanager
+def _quiet_warnings() -> Iterator[None]:
+    # nbgrader 0.9 trips SQLAlchemy 2's autoflush warnings on every submission, and nbformat
+    # warns about notebooks written by old tools; neither is the instructor's business.
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _nbgrader_env() -> dict[str, str]:
+    # nbgrader runs the `alembic` command when it creates a gradebook, so this environment's
+    # scripts folder must be on PATH even when `course` was started without activating it.
+    # PYDEVD_...: keeps the kernels' debugger from warning on stderr about frozen modules.
+    scripts = os.path.dirname(sys.executable)
+    return {"PATH": os.pathsep.join([scripts, os.environ.get("PATH", "")]),
+            "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+
+
+def _last_error(outcome: dict) -> str:
+    text = outcome.get("log", "") + "\n" + outcome.get("error", "")
+    errors = [line.strip() for line in text.splitlines() if line.startswith("[ERROR]")]
+    if errors:
+        meaningful = [e for e in errors if "Please see" not in e and "There was an error" not in e]
+        return (meaningful or errors)[0].removeprefix("[ERROR]").strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "unknown error"
+
+
+def _find(folder: Path, assignment: str, notebooks: list[str]) -> list[Submission]:
+    try:
+        return find_submissions(folder, assignment, notebooks)
+    except (FileNotFoundError, ValueError) as err:
+        raise CourseError(str(err)) from None
+
+
+def _sync_assignment(course: Course, assignment: str) -> None:
+    """Put the assignment's cells into the gradebook, releasing into grading/release, not assignments/."""
+    cfg = course.config()
+    release_dir = course.grading_dir / "release"
+    cfg.CourseDirectory.release_directory = str(release_dir)
+    outcome = _run(course, GenerateAssignment, cfg, assignment, force=True, create_assignment=True)
+    if not outcome["success"]:
+        raise CourseError(f"could not load {assignment!r} into the gradebook: {_last_error(outcome)}")
+
+
+def _unreadable_reason(path: Path) -> str | None:
+    """None if ``path`` is a valid notebook with valid nbgrader metadata, else why not."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            nb = nbformat.read(path, as_version=4)
+            nbformat.validate(nb)
+    except nbformat.reader.NotJSONError:
+        return "not valid JSON"
+    except nbformat.ValidationError as err:
+        return f"not a valid notebook ({str(err).splitlines()[0]})"
+    except (UnicodeDecodeError, OSError) as err:
+        return f"cannot be read ({err})"
+    except Exception as err:  # nbformat raises assorted errors for JSON that is not a notebook
+        return f"not a notebook ({type(err).__name__}: {err})"
+    try:
+        MetadataValidator().validate_nb(nb)
+    except Exception as err:
+        return f"nbgrader cell metadata is corrupted ({str(err).splitlines()[0] if str(err) else type(err).__name__})"
+    return None
+
+
+def _remove(path: Path) -> None:
+    if path.exists():
+        nbutils.rmtree(str(path))
+
+
+def _record_zero(course: Course, assignment: str, student: str) -> None:
+    """No readable notebook: every grade of the submission is zero (kept if graded by hand)."""
+    with _environment(**_nbgrader_env()), _quiet_warnings(), Gradebook(course.db_url) as gb:
+        gb.update_or_create_student(student)
+        submission = gb.update_or_create_submission(assignment, student)
+        for notebook in submission.notebooks:
+            for grade_ in notebook.grades:
+                grade_.auto_score = 0
+                grade_.needs_manual_grade = False
+        gb.db.commit()
+
+
+def _autograded_flags(course: Course, student: str, assignment: str) -> list[Flag]:
+    flags: list[Flag] = []
+    for path in sorted(course.step("autograded", student, assignment).glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        record = nb.metadata.get(METADATA_KEY, {})
+        if record.get("restored_cells"):
+            flags.append(Flag("restored", tuple(record["restored_cells"]),
+                              "grade cells deleted from the submission were put back and score zero"))
+        if record.get("overwritten_cells"):
+            flags.append(Flag("overwritten", tuple(record["overwritten_cells"]),
+                              "read-only cells edited by the student were restored from the gradebook"))
+        stopped = record.get("kernel_stopped")
+        if stopped:
+            kind = "kernel-died" if stopped["reason"] == "the kernel died" else "kernel-unresponsive"
+            cell = stopped.get("grade_id") or f"cell {stopped['cell_index']}"
+            flags.append(Flag(kind, (cell,), f"{stopped['reason']}; later cells were not run and score zero"))
+        flags += _error_flags(nb)
+        student_code = "\n".join(c.source for c in _submitted_cells(course, student, assignment, path.name))
+        if "NBGRADER_EXECUTION" in student_code:
+            flags.append(Flag("reads-NBGRADER_EXECUTION", (),
+                              "the student's code reads NBGRADER_EXECUTION and may behave differently "
+                              "while graded; it was graded on what it did while graded"))
+    return flags
+
+
+def _error_flags(nb: nbformat.NotebookNode) -> list[Flag]:
+    found: dict[str, list[str]] = {}
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        name = cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"
+        for output in cell.get("outputs", []):
+            if output.get("output_type") != "error":
+                continue
+            ename, evalue = output.get("ename", ""), str(output.get("evalue", ""))
+            if ename == CELL_TIMEOUT:
+                found.setdefault("timeout", []).append(name)
+            elif ename == "TamperingDetected" or evalue.startswith(_TAMPERING_PREFIX):
+                found.setdefault("tampering", []).append(name)
+            elif ename == "UnreliableMeasurement":
+                found.setdefault("unreliable", []).append(name)
+    details = {"timeout": "cells ran past the time limit, were interrupted and score zero",
+               "tampering": "the grading helpers detected tampering (e.g. a reassigned clock)",
+               "unreliable": "a speed measurement was refused as unreliable; see the cell's message"}
+    return [Flag(kind, tuple(dict.fromkeys(cells)), details[kind]) for kind, cells in found.items()]
+
+
+def _submitted_cells(course: Course, student: str, assignment: str, filename: str) -> list:
+    """The student's own code cells (not read-only) as submitted."""
+    path = course.step("submitted", student, assignment) / filename
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception:
+        return []
+    return [c for c in nb.cells if c.cell_type == "code" and not nbutils.is_locked(c)]
+
+
+def _write_missing_feedback(course: Course, student: str, assignment: str, problems: dict[str, str | None],
+                            missing: list[str]) -> tuple[Path, ...]:
+    """Feedback HTML for notebooks nbgrader could not grade; returns every feedback file."""
+    folder = course.step("feedback", student, assignment)
+    for name in course.notebooks(assignment):
+        target = folder / f"{name}.html"
+        if target.exists():
+            continue
+        why = problems.get(name) or ("it was not in the submission" if name in missing else
+                                     "grading failed; your instructor has been told")
+        folder.mkdir(parents=True, exist_ok=True)
+        target.write_text(_PLAIN_FEEDBACK.format(title=html.escape(f"{assignment}: {name}.ipynb"),
+                                                 why=html.escape(why)), encoding="utf-8")
+    return tuple(sorted(folder.glob("*.html")))
+
+
+_PLAIN_FEEDBACK = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title></head>
+<body><h1>{title}</h1>
+<p>Score: 0. Your notebook could not be graded: {why}.</p>
+<p>Open it in Jupyter to check that it opens, then submit it again or ask your instructor.</p>
+</body></html>
+"""
+
+
+def _scores(course: Course, assignment: str, student: str) -> tuple[float, float, dict[str, float]]:
+    with _quiet_warnings(), Gradebook(course.db_url) as gb:
+        try:
+            submission = gb.find_submission(assignment, student)
+        except MissingEntry:
+            max_score = gb.find_assignment(assignment).max_score
+            return 0.0, float(max_score), {}
+        cells = {g.name: float(g.score) for nb in submission.notebooks for g in nb.grades}
+        return float(submission.score), float(submission.max_score), cells
+
+
+def _export(course: Course, results: list[SubmissionResult]) -> None:
+    with _quiet_warnings(), Gradebook(course.db_url) as gb:
+        CsvExportPlugin(to=str(course.grading_dir / "grades.csv"), log=_quiet_logger()).export(gb)
+    flags_file = course.grading_dir / "flags.csv"
+    done = {(r.assignment, r.student) for r in results}
+    rows = []
+    if flags_file.exists():
+        with flags_file.open(newline="") as fh:
+            rows = [row for row in csv.DictReader(fh) if (row["assignment"], row["student"]) not in done]
+    rows += [{"assignment": r.assignment, "student": r.student, "flag": f.kind, "cells": " ".join(f.cells),
+              "detail": f.detail} for r in results for f in r.flags]
+    rows.sort(key=lambda row: (row["assignment"], row["student"]))
+    with flags_file.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, ["assignment", "student", "flag", "cells", "detail"])
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+@contextlib.contextmanager
+def _progress_bar(total: int, show: bool | None):
+    from tqdm import tqdm
+
+    with tqdm(total=total, file=sys.stderr, unit="submission", disable=not (total > 5 if show is None else show),
+              leave=False) as bar:
+        yield bar
+
+
+def _has_code(source: str) -> bool:
+    try:
+        return bool(ast.parse(source).body)
+    except SyntaxError:
+        return True  # not ours to judge here: running it will fail the cell
+
+
+def _edited_locked(cell: nbformat.NotebookNode) -> bool:
+    meta = cell.metadata.get("nbgrader", {})
+    return (nbutils.is_locked(cell) and "checksum" in meta and "grade_id" in meta
+            and nbutils.compute_checksum(cell) != meta["checksum"])
+
+
+def _check_cell(cell: nbformat.NotebookNode) -> CheckedCell:
+    grade_id = cell.metadata.nbgrader["grade_id"]
+    max_points = float(cell.metadata.nbgrader.get("points", 0))
+    if nbutils.is_solution(cell) or cell.cell_type != "code":
+        return CheckedCell(grade_id, "manual", 0.0, max_points)
+    if not _has_code(cell.source):
+        return CheckedCell(grade_id, "hidden", 0.0, max_points)
+    score, max_points = nbutils.determine_grade(cell)
+    status = "passed" if score == max_points else "failed"
+    return CheckedCell(grade_id, status, float(score), float(max_points), _first_problem(cell) if status == "failed" else "")
+
+
+def _first_problem(cell: nbformat.NotebookNode) -> str:
+    for output in cell.outputs:
+        if output.output_type == "error":
+            message = f"{output.ename}: {output.evalue}".strip().rstrip(":")
+            return message.splitlines()[0] if message else output.ename
+        if output.output_type == "stream" and output.name == "stderr":
+            return "wrote to stderr: " + (output.text.strip().splitlines() or [""])[0]
+    return "partial credit"
+
+
+def _pts(x: float) -> str:
+    return f"{x:g}"

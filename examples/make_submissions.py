@@ -1,0 +1,209 @@
+"""Write the sample submissions of the example assignment from its released notebook.
+
+Each sample is the student notebook ``assignments/example/example.ipynb`` with its two
+answer cells filled in (or broken) one way; the student id names the kind::
+
+    python examples/make_submissions.py          # rewrite examples/submissions/
+    python examples/make_submissions.py --check  # exit 1 if they are out of date
+
+Run it after ``course release example`` so the samples keep the released cells and
+checksums. ``tests/test_grading_e2e.py`` grades every sample and asserts its exact score.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+RELEASED = ROOT / "assignments" / "example" / "example.ipynb"
+OUT = ROOT / "examples" / "submissions"
+
+COUNT_HEAD = 'def count_known(catalogue, queries):\n    """How many of ``queries`` are in ``catalogue`` (a repeated query counts every time)."""\n'
+UNKNOWN_HEAD = 'def unknown_ids(catalogue, queries):\n    """The distinct ids in ``queries`` that are not in ``catalogue``, sorted."""\n'
+
+FAST = COUNT_HEAD + """\
+    known = set(catalogue)
+    return sum(1 for q in queries if q in known)
+"""
+
+SLOW = COUNT_HEAD + """\
+    count = 0
+    for q in queries:
+        if q in catalogue:  # still a list: every test scans it
+            count += 1
+    return count
+"""
+
+UNKNOWN = UNKNOWN_HEAD + """\
+    return sorted(set(queries) - set(catalogue))
+"""
+
+SAMPLES: dict[str, dict[str, str]] = {
+    # fast and right: full marks
+    "correct_fast": {"count_known": FAST, "unknown_ids": UNKNOWN},
+    # right but still scanning the list: the speed test fails
+    "correct_slow": {"count_known": SLOW, "unknown_ids": UNKNOWN},
+    # fast but counts distinct ids; unknown ids unsorted with repeats
+    "wrong": {
+        "count_known": COUNT_HEAD + "    return len(set(catalogue) & set(queries))\n",
+        "unknown_ids": UNKNOWN_HEAD + "    return [q for q in queries if q not in catalogue]\n",
+    },
+    # the first miss never advances i: every call on a real input runs forever
+    "infinite_loop": {
+        "count_known": COUNT_HEAD + """\
+    known = set(catalogue)
+    count, i = 0, 0
+    while i < len(queries):
+        if queries[i] in known:
+            count += 1
+            i += 1
+    return count
+""",
+        "unknown_ids": UNKNOWN,
+    },
+    # slow, and hides its own time from time.perf_counter
+    "patches_perf_counter": {
+        "count_known": SLOW + """
+
+import time
+
+_real_clock = time.perf_counter
+_hidden = 0.0
+
+
+def _clock_without_my_time():
+    return _real_clock() - _hidden
+
+
+def _timed_out_of_sight(fn):
+    def wrapper(*args):
+        global _hidden
+        start = _real_clock()
+        result = fn(*args)
+        _hidden += _real_clock() - start
+        return result
+    return wrapper
+
+
+count_known = _timed_out_of_sight(count_known)
+time.perf_counter = _clock_without_my_time
+""",
+        "unknown_ids": UNKNOWN,
+    },
+    # slow, but remembers answers: unbeatable on a benchmark that repeats its input
+    "memoises": {
+        "count_known": """\
+_answers = {}
+
+
+""" + SLOW.replace("def count_known(", "def _count(") + """
+
+def count_known(catalogue, queries):
+    key = (tuple(catalogue), tuple(queries))
+    if key not in _answers:
+        _answers[key] = _count(catalogue, queries)
+    return _answers[key]
+""",
+        "unknown_ids": UNKNOWN,
+    },
+    # an answer that claims to equal anything
+    "always_equal": {
+        "count_known": """\
+class _Anything(int):
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    __hash__ = int.__hash__
+
+
+""" + COUNT_HEAD + "    return _Anything(0)\n",
+        "unknown_ids": UNKNOWN,
+    },
+    # kills the kernel when timed on large inputs, hoping the speed test is skipped
+    "os_exit": {
+        "count_known": FAST.replace("    known = set(catalogue)\n", """\
+    import os
+
+    if len(queries) > 20_000:  # only the speed test uses inputs this large
+        os._exit(0)
+    known = set(catalogue)
+"""),
+        "unknown_ids": UNKNOWN,
+    },
+    # slow, and while graded makes the provided baseline slower to look fast next to it
+    "nbgrader_execution": {
+        "count_known": SLOW + """
+
+import os
+
+if os.environ.get("NBGRADER_EXECUTION") == "autograde":
+    _baseline = count_known_slow
+
+    def count_known_slow(catalogue, queries):
+        for _ in range(20):
+            result = _baseline(catalogue, queries)
+        return result
+""",
+        "unknown_ids": UNKNOWN,
+    },
+}
+
+
+def build() -> dict[str, str]:
+    """Every sample as file text, keyed by its path relative to ``examples/submissions``."""
+    released = nbformat.read(RELEASED, as_version=4)
+    text = nbformat.writes(released) + "\n"
+    files = {"untouched/example/example.ipynb": text,
+             # cut short as if the upload broke off: not valid JSON
+             "malformed_json/example/example.ipynb": text[: len(text) // 2]}
+    for student, answers in SAMPLES.items():
+        files[f"{student}/example/example.ipynb"] = nbformat.writes(_answered(released, answers)) + "\n"
+    deleted = _answered(released, SAMPLES["correct_fast"])
+    deleted.cells = [c for c in deleted.cells if _grade_id(c) != "test_count_visible"]
+    files["deleted_grade_cell/example/example.ipynb"] = nbformat.writes(deleted) + "\n"
+    return dict(sorted(files.items()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only report samples that are out of date")
+    args = parser.parse_args(argv)
+    stale = []
+    for relative, text in build().items():
+        path = OUT / relative
+        if path.exists() and path.read_text(encoding="utf-8") == text:
+            continue
+        stale.append(relative)
+        if not args.check:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+    if args.check:
+        for relative in stale:
+            print(f"out of date: examples/submissions/{relative}")
+        return 1 if stale else 0
+    print(f"wrote {len(stale)} sample(s) in {OUT.relative_to(ROOT)}")
+    return 0
+
+
+def _grade_id(cell: nbformat.NotebookNode) -> str | None:
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+def _answered(released: nbformat.NotebookNode, answers: dict[str, str]) -> nbformat.NotebookNode:
+    nb = copy.deepcopy(released)
+    for cell in nb.cells:
+        if _grade_id(cell) in answers:
+            cell.source = answers[_grade_id(cell)].rstrip("\n")
+    return nb
+
+
+if __name__ == "__main__":
+    sys.exit(main())
