@@ -34,8 +34,8 @@ How a speed-up is graded
    threshold is far from the verdict boundary, where noise cannot flip it).
 3. **Measurement.** :func:`course_lib.timing.compare` with interleaved rounds and
    ``make_args`` called for every timed call, so memoising on identity or value
-   gains nothing. Every timed result goes through ``check``: its type and dtype are
-   compared with the reference's on every call, and its values with
+   gains nothing. Every timed result is checked: its type and dtype are compared
+   with the reference's on every call (with the default check), and its values with
    ``baseline(*pristine_copy)`` on every call when that costs at most
    ``verify_budget`` seconds (default ``2 * budget``), otherwise on a random sample,
    drawn from ``os.urandom`` and unpredictable to the submission, of at least 10
@@ -724,7 +724,7 @@ def _difference(a: Any, e: Any, path: str, tol: _Tolerance) -> str | None:
     if ka != ke:
         if not tol.check_dtype and ka in _NUMBERS and ke in _NUMBERS:
             return _number_difference(a, e, path, tol)
-        shown = f" {_show(a)}" if ka in _HASHABLE else ""
+        shown = f" {_show(a)}" if ka in _HASHABLE and ka not in ("none", "na", "nat") else ""
         return f"{path}: expected {_described(ke)}, got {_described(ka)}{shown}"
     return _COMPARERS[ke](a, e, path, tol)
 
