@@ -214,6 +214,15 @@ def test_frame_mismatch_names_column_row_and_label():
         assert_same(expected.astype({"n": float}), expected)
 
 
+def test_text_labels_stored_as_object_or_str_are_the_same_labels():
+    expected = pd.Series([1, 2], index=pd.Index(["a", "b"]))
+    assert_same(pd.Series([1, 2], index=pd.Index(["a", "b"], dtype=object)), expected)
+    with pytest.raises(GradingError, match=r"result.index at position 1: got 'c', expected 'b'"):
+        assert_same(pd.Series([1, 2], index=pd.Index(["a", "c"], dtype=object)), expected)
+    with pytest.raises(GradingError, match="result.index: dtype differs: got int64"):
+        assert_same(pd.Series([1, 2], index=[0, 1]), expected)
+
+
 def test_check_dtype_false_compares_numbers_by_value():
     assert_same(np.array([1, 2]), np.array([1.0, 2.0]), check_dtype=False)
     assert_same(3, 3.0, check_dtype=False)
