@@ -1,0 +1,324 @@
+"""The book: a strict build, every syllabus topic where the map says, real outputs, no CDN.
+
+Builds the book once per session with MEASURE_FIRST_SIZE=small (tests/book_support.py),
+exactly as ``make book`` does; the execution cache in _build/.jupyter_cache keeps
+repeat builds fast. Every other test reads the built HTML.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+import yaml
+from bs4 import BeautifulSoup
+
+from book_support import HTML, ROOT, build_book
+
+pytestmark = pytest.mark.slow
+
+SYLLABUS = ROOT.parent / "shared" / "SYLLABUS.md"
+MAPS = sorted((ROOT / "tests").glob("syllabus_map_*.yml"))
+WEEK_FILES = {
+    1: "book/week1_workload.md",
+    2: "book/week2_timing.md",
+    3: "book/week3_algorithms.md",
+    4: "book/week4_profilers.md",
+    5: "book/week5_memory.md",
+    6: "book/week6_compilation.md",
+    7: "book/week7_parallelism.md",
+    8: "book/week8_practice.md",
+}
+# Chapters of this helper's part, whose first cell states the size it ran at.
+SIZED_CHAPTERS = ["book/index.md", *[WEEK_FILES[w] for w in (1, 2, 3, 4)]]
+# Tags and attributes through which a page makes the browser fetch something.
+LOADING = {"script": ["src"], "link": ["href"], "img": ["src", "srcset"], "iframe": ["src"],
+           "source": ["src", "srcset"], "video": ["src", "poster"], "audio": ["src"],
+           "embed": ["src"], "object": ["data"], "track": ["src"], "input": ["src"]}
+EXTERNAL = re.compile(r"^\s*(https?:)?//", re.IGNORECASE)
+
+
+@pytest.fixture(scope="session")
+def book():
+    result = build_book()
+    assert result.returncode == 0, (
+        "the book did not build cleanly (-W: warnings are errors):\n"
+        + "\n".join(result.warnings[:40] or result.output.splitlines()[-40:])
+    )
+    return result
+
+
+def _toc_files() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for part in toc.get("parts", [{"chapters": toc.get("chapters", [])}]):
+        for chapter in part["chapters"]:
+            files.append(chapter["file"])
+            files.extend(section["file"] for section in chapter.get("sections", []))
+    return files
+
+
+def _source(doc: str) -> Path:
+    path = ROOT / doc
+    return path if path.suffix else path.with_suffix(".md")
+
+
+def _html(doc: str) -> Path:
+    return HTML / Path(doc).with_suffix(".html")
+
+
+@cache
+def _soup(doc: str) -> BeautifulSoup:
+    return BeautifulSoup(_html(doc).read_text(encoding="utf-8"), "html.parser")
+
+
+def _is_notebook(doc: str) -> bool:
+    return "{code-cell}" in _source(doc).read_text(encoding="utf-8")
+
+
+def _text(node) -> str:
+    return re.sub(r"\s+", " ", node.get_text(" ")).strip()
+
+
+def _map_entries() -> list[dict]:
+    entries = []
+    for path in MAPS:
+        data = yaml.safe_load(path.read_text()) or {}
+        for entry in data.get("topics", []):
+            entries.append({**entry, "_map": path.name})
+    return entries
+
+
+def _syllabus_topics() -> dict[int, list[str]]:
+    """Every bullet of every week, whitespace collapsed, keyed by week."""
+    topics: dict[int, list[str]] = {}
+    week = None
+    bullet: list[str] | None = None
+    for line in SYLLABUS.read_text(encoding="utf-8").splitlines():
+        heading = re.match(r"^## Week (\d+)\.", line)
+        if heading or line.startswith("#") or line.startswith("---"):
+            if bullet and week:
+                topics[week].append(" ".join(bullet))
+            bullet = None
+            week = int(heading.group(1)) if heading else None
+            if week:
+                topics[week] = []
+            continue
+        if week is None:
+            continue
+        if line.startswith("- "):
+            if bullet:
+                topics[week].append(" ".join(bullet))
+            bullet = [line[2:].strip()]
+        elif line.startswith("  ") and bullet is not None:
+            bullet.append(line.strip())
+        elif bullet:
+            topics[week].append(" ".join(bullet))
+            bullet = None
+    if bullet and week:
+        topics[week].append(" ".join(bullet))
+    return {w: [re.sub(r"\s+", " ", t) for t in ts] for w, ts in topics.items()}
+
+
+# --- the build -----------------------------------------------------------------------
+
+
+def test_book_builds_without_warnings(book):
+    assert book.warnings == []
+
+
+def test_every_toc_page_was_built(book):
+    missing = [doc for doc in _toc_files() if not _html(doc).exists()]
+    assert missing == [], f"pages in _toc.yml without HTML: {missing}"
+
+
+def test_only_chapters_are_read():
+    """exclude_patterns keep solutions, assignments, tests and the venv out of the book."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    excluded = set(config["exclude_patterns"])
+    for folder in ("solutions", "assignments", ".venv", "grading", "tests", "benchmarks",
+                   "README.md", "course_lib", "_build"):
+        assert folder in excluded, f"{folder} must be in exclude_patterns"
+    assert config["only_build_toc_files"] is True
+    assert config["execute"]["execute_notebooks"] == "cache"
+    assert config["execute"]["raise_on_error"] is True
+
+
+@pytest.mark.parametrize("doc", [d for d in WEEK_FILES.values()] + ["book/index.md"])
+def test_notebook_chapters_have_the_jupytext_header(doc):
+    """Without it MyST-NB treats the file as plain markdown and silently skips the code."""
+    text = _source(doc).read_text(encoding="utf-8")
+    if "{code-cell}" not in text:
+        pytest.skip(f"{doc} has no code cells")
+    header = text.split("---", 2)[1]
+    assert "jupytext:" in header and "kernelspec:" in header, doc
+
+
+# --- the syllabus map ----------------------------------------------------------------
+
+
+@pytest.mark.skipif(not SYLLABUS.exists(), reason=f"no syllabus at {SYLLABUS}")
+@pytest.mark.parametrize("week", range(1, 9))
+def test_every_syllabus_topic_is_mapped(week):
+    topics = _syllabus_topics()[week]
+    assert topics, f"found no bullets for week {week} in {SYLLABUS}"
+    mapped = [e for e in _map_entries() if e["week"] == week]
+    unmapped = [t for t in topics
+                if not any(t.startswith(re.sub(r"\s+", " ", e["topic"])) for e in mapped)]
+    assert unmapped == [], (
+        f"week {week}: syllabus topics with no entry in tests/syllabus_map_*.yml: {unmapped}"
+    )
+    stale = [e["topic"] for e in mapped
+             if not any(t.startswith(re.sub(r"\s+", " ", e["topic"])) for t in topics)]
+    assert stale == [], f"week {week}: map entries that match no syllabus bullet: {stale}"
+
+
+def test_the_map_files_exist():
+    names = {p.name for p in MAPS}
+    assert "syllabus_map_weeks1_4.yml" in names
+    assert "syllabus_map_weeks5_8.yml" in names, "Weeks 5-8 need their syllabus map"
+
+
+@pytest.mark.parametrize("entry", _map_entries(),
+                         ids=lambda e: f"w{e['week']}-{e['section']}")
+def test_mapped_section_teaches_its_topic(book, entry):
+    doc = entry["file"]
+    assert _source(doc).exists(), f"{entry['_map']}: no such chapter {doc}"
+    section = _soup(doc).find("section", id=entry["section"])
+    assert section is not None, (
+        f"{entry['_map']}: {doc} has no section with id {entry['section']!r}; it has "
+        f"{[s.get('id') for s in _soup(doc).find_all('section')]}"
+    )
+    text = _text(section).lower()
+    missing = [e for e in entry.get("evidence", []) if re.sub(r"\s+", " ", e).lower() not in text]
+    assert missing == [], f"{doc}#{entry['section']} lacks {missing}"
+    if entry.get("plot"):
+        images = [img for out in section.select("div.cell_output") for img in out.find_all("img")]
+        assert images, f"{doc}#{entry['section']} should show an executed plot"
+
+
+# --- what every chapter must have ----------------------------------------------------
+
+
+@pytest.mark.parametrize("doc", [d for d in _toc_files()])
+def test_chapters_have_executed_output_and_no_errors(book, doc):
+    if not _is_notebook(doc):
+        pytest.skip(f"{doc} has no code cells")
+    soup = _soup(doc)
+    cells = soup.select("div.cell")
+    outputs = soup.select("div.cell_output")
+    assert cells and outputs, f"{doc}: code cells without executed output"
+    errors = [_text(o)[:300] for o in soup.select(".output.traceback, .output.error")]
+    assert errors == [], f"{doc}: error outputs {errors}"
+    stderr = [_text(o)[:300] for o in soup.select(".output.stderr")]
+    bad = [s for s in stderr if re.search(r"Traceback|Error|Exception|Warning", s)]
+    assert bad == [], f"{doc}: error or warning output on stderr {bad}"
+    assert "Traceback (most recent call last)" not in _text(soup), doc
+
+
+@pytest.mark.parametrize("week,doc", WEEK_FILES.items())
+def test_week_chapters_have_the_parts_of_a_chapter(book, week, doc):
+    soup = _soup(doc)
+    text = _text(soup).lower()
+    assert soup.select("div.admonition"), f"{doc}: no learning-outcomes admonition"
+    assert "takeaways" in text, f"{doc}: no key takeaways"
+    assert soup.select("div.exercise"), f"{doc}: no exercises"
+    assert soup.select("div.solution.dropdown"), f"{doc}: no solution behind a toggle"
+    plots = [img for out in soup.select("div.cell_output") for img in out.find_all("img")]
+    assert plots, f"{doc}: no executed plot"
+    link = f"assignments/week{week}/week{week}.ipynb"
+    assert any(link in (a.get("href") or "") for a in soup.find_all("a")), (
+        f"{doc}: no link to its graded notebook {link}"
+    )
+
+
+@pytest.mark.parametrize("doc", SIZED_CHAPTERS)
+def test_chapters_state_the_size_they_ran_at(book, doc):
+    """The size is printed from the variable, and the build used the small size.
+
+    A failure here after a plain `jupyter-book build .` means the execution cache
+    holds a full-size run: build with `make book` (or remove _build/.jupyter_cache).
+    """
+    text = _text(_soup(doc))
+    match = re.search(r"built at size (\w+)|This build ran at size (\w+)", text)
+    assert match, f"{doc}: does not state the size it ran at"
+    assert (match.group(1) or match.group(2)) == "small", (
+        f"{doc} was executed at size {match.group(1) or match.group(2)}; see this test's docstring"
+    )
+
+
+@pytest.mark.parametrize("doc", [d for d in _toc_files()])
+def test_notebook_pages_have_launch_and_download_buttons(book, doc):
+    if not _is_notebook(doc):
+        pytest.skip(f"{doc} has no code cells")
+    soup = _soup(doc)
+    hrefs = [a.get("href", "") for a in soup.find_all("a")]
+    ipynb = Path(doc).with_suffix(".ipynb").as_posix()
+    assert any(h.startswith("https://codespaces.new/") for h in hrefs), f"{doc}: no Codespaces"
+    assert any(h.startswith("https://mybinder.org/v2/gh/") and doc in h for h in hrefs), (
+        f"{doc}: no Binder link to {doc}"
+    )
+    colab = [h for h in hrefs if h.startswith("https://colab.research.google.com/github/")]
+    assert colab and all(h.endswith(f"/_sources/{ipynb}") for h in colab), (
+        f"{doc}: Colab must open the published notebook _sources/{ipynb}, got {colab}"
+    )
+    downloads = [h for h in hrefs if h.endswith(f"_sources/{ipynb}")]
+    assert downloads, f"{doc}: no .ipynb download"
+    notebook = json.loads((HTML / "_sources" / ipynb).read_text(encoding="utf-8"))
+    first = notebook["cells"][0]
+    assert "measure-first-setup" in first["metadata"].get("tags", [])
+    assert "course_lib" in "".join(first["source"])
+    executed = [c for c in notebook["cells"] if c["cell_type"] == "code" and c.get("outputs")]
+    assert executed, f"the downloadable {ipynb} has no outputs"
+
+
+# --- nothing from outside the site ---------------------------------------------------
+
+
+def _external_loads(path: Path) -> list[str]:
+    found = []
+    soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+    for tag, attrs in LOADING.items():
+        for node in soup.find_all(tag):
+            for attr in attrs:
+                for value in (node.get(attr) or "").split(","):
+                    if EXTERNAL.match(value):
+                        found.append(f"<{tag} {attr}={value.strip()}>")
+    for style in soup.find_all("style"):
+        found += [f"<style> {u}" for u in re.findall(r"url\(\s*['\"]?((?:https?:)?//[^)'\"]+)", style.text)]
+    return found
+
+
+def test_no_page_loads_anything_from_outside_the_site(book):
+    pages = sorted(HTML.rglob("*.html"))
+    assert len(pages) >= len(_toc_files())
+    offenders = {str(p.relative_to(HTML)): _external_loads(p) for p in pages}
+    offenders = {k: v for k, v in offenders.items() if v}
+    assert offenders == {}, f"pages that load from outside the site: {offenders}"
+
+
+def test_no_stylesheet_imports_from_outside_the_site(book):
+    offenders = []
+    for css in HTML.rglob("*.css"):
+        text = css.read_text(encoding="utf-8", errors="replace")
+        for url in re.findall(r"(?:url\(|@import\s+)\s*['\"]?((?:https?:)?//[^)'\";\s]+)", text):
+            offenders.append(f"{css.relative_to(HTML)}: {url}")
+    assert offenders == []
+
+
+def test_the_scanner_would_catch_a_cdn():
+    """The check above is only worth something if it can fail."""
+    page = HTML.parent / "scanner-check.html"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text('<html><head><script src="https://cdn.example.org/mathjax.js"></script>'
+                    '<link rel="stylesheet" href="//fonts.example.org/a.css"></head>'
+                    '<body><img src="_static/local.png"><a href="https://example.org">ok</a>'
+                    "</body></html>")
+    try:
+        assert _external_loads(page) == ["<script src=https://cdn.example.org/mathjax.js>",
+                                         "<link href=//fonts.example.org/a.css>"]
+    finally:
+        page.unlink()
