@@ -28,7 +28,7 @@ from nbformat.notebooknode import NotebookNode
 from nbformat.v4 import new_output
 from nbgrader import utils as nbutils
 from nbgrader.preprocessors import ClearHiddenTests, Execute, OverwriteCells
-from traitlets import Float, Unicode
+from traitlets import Enum, Float, Unicode
 
 __all__ = [
     "METADATA_KEY",
@@ -75,6 +75,10 @@ class CourseExecute(Execute):
     responsive_timeout = Float(
         10.0, help="Seconds an interrupted kernel has to answer before it is given up on."
     ).tag(config=True)
+
+    # Every output is collected by the time the kernel is shut down; waiting for a graceful
+    # exit only costs most of a second per notebook.
+    shutdown_kernel = Enum(["graceful", "immediate"], default_value="immediate").tag(config=True)
 
     kernel_log = Unicode(
         "", help="File that receives the kernel process's own stdout and stderr (default: inherited)."

@@ -235,9 +235,9 @@ class CheckResult:
         width = max([len(c.grade_id) for c in self.cells] + [10])
         for cell in self.cells:
             if cell.status == "hidden":
-                lines.append(f"  ----  {cell.grade_id:<{width}}  {_pts(cell.max_points)} points in hidden tests")
+                lines.append(f"  ----  {cell.grade_id:<{width}}  {_points(cell.max_points)} in hidden tests")
             elif cell.status == "manual":
-                lines.append(f"  ----  {cell.grade_id:<{width}}  {_pts(cell.max_points)} points, graded by hand")
+                lines.append(f"  ----  {cell.grade_id:<{width}}  {_points(cell.max_points)}, graded by hand")
             else:
                 tag = "PASS" if cell.status == "passed" else "FAIL"
                 line = f"  {tag}  {cell.grade_id:<{width}}  {_pts(cell.points)} / {_pts(cell.max_points)}"
@@ -245,8 +245,8 @@ class CheckResult:
         got, available = self.visible_points
         n_visible = sum(c.status in ("passed", "failed") for c in self.cells)
         n_passed = sum(c.status == "passed" for c in self.cells)
-        lines.append(f"Visible tests: {n_passed} of {n_visible} passed, {_pts(got)} / {_pts(available)} points; "
-                     f"{_pts(self.hidden_points)} more points in hidden tests.")
+        lines.append(f"Visible tests: {n_passed} of {n_visible} passed, {_pts(got)} / {_points(available)}; "
+                     f"another {_points(self.hidden_points)} in hidden tests.")
         return "\n".join(lines)
 
 
@@ -399,7 +399,8 @@ def check_notebook(path: str | Path, timeout: int = 60) -> CheckResult:
     warnings = [f"read-only cell {cell.metadata.nbgrader['grade_id']!r} was edited; "
                 "the original is put back when grading"
                 for cell in nb.cells if _edited_locked(cell)]
-    executor = CourseExecute(timeout=timeout, log=_quiet_logger())
+    # The kernel process's own warnings are not the student's concern; cell output is kept.
+    executor = CourseExecute(timeout=timeout, kernel_log=os.devnull, log=_quiet_logger())
     with _environment(NBGRADER_EXECUTION="validate", PYDEVD_DISABLE_FILE_VALIDATION="1"):
         executor.preprocess(nb, {"metadata": {"path": str(path.parent.resolve())}})
     return CheckResult(path, tuple(_check_cell(cell) for cell in nb.cells if nbutils.is_grade(cell)),
@@ -714,3 +715,7 @@ def _first_problem(cell: nbformat.NotebookNode) -> str:
 
 def _pts(x: float) -> str:
     return f"{x:g}"
+
+
+def _points(x: float) -> str:
+    return f"{x:g} point" + ("" if x == 1 else "s")
