@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv demo test clean
+.PHONY: venv demo test clean book
 
 # The one install path: make, CI and the Codespaces post-create command all use it.
 venv: $(STAMP)
@@ -20,9 +20,21 @@ $(STAMP): pyproject.toml requirements.lock
 
 demo: $(STAMP)
 	$(BIN)/python -m course_lib.demo
+	@$(MAKE) --no-print-directory book
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# The book (Jupyter Book 1): strict (-W -n), executed chapters cached by their code.
+# MEASURE_FIRST_SIZE=small (the default here) builds the whole book in minutes; =full
+# runs the syllabus sizes into _build/full, because the cache ignores the environment.
+# MPLBACKEND is unset so that the notebook kernels draw their figures inline.
+MEASURE_FIRST_SIZE ?= small
+BOOK_HTML := $(if $(filter full,$(MEASURE_FIRST_SIZE)),_build/full/_build/html,_build/html)
+book: $(STAMP)
+	env -u MPLBACKEND MEASURE_FIRST_SIZE=$(MEASURE_FIRST_SIZE) $(BIN)/jupyter-book build . -W -n --keep-going \
+	  $(if $(filter full,$(MEASURE_FIRST_SIZE)),--path-output _build/full)
+	@echo "== The book ($(MEASURE_FIRST_SIZE) size): open $(CURDIR)/$(BOOK_HTML)/index.html"
 
 clean:
 	rm -rf $(VENV) _build grading .pytest_cache
