@@ -6,7 +6,7 @@
     every later code cell gets an error output and so scores zero.
 ``RestoreMissingCells``
     nbgrader's ``OverwriteCells`` with ``add_missing_cells``, but a restored grade cell
-    raises instead of re-running the test (a deleted grade cell scores zero), it is placed
+    fails instead of re-running the test (a deleted grade cell scores zero), it is placed
     robustly, and what was restored or overwritten is recorded in the notebook's metadata.
 ``HideHiddenTests``
     for feedback: removes the ``BEGIN/END HIDDEN TESTS`` regions from the cells and the
@@ -18,24 +18,22 @@ What they record goes to ``nb.metadata["measure_first"]`` (see :data:`METADATA_K
 
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import Any
 
-from nbclient.exceptions import DeadKernelError
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import ensure_async, run_sync
 from nbformat.notebooknode import NotebookNode
 from nbformat.v4 import new_output
 from nbgrader import utils as nbutils
 from nbgrader.preprocessors import ClearHiddenTests, Execute, OverwriteCells
-from traitlets import Enum, Float, Unicode
+from traitlets import Enum, Unicode
 
 __all__ = [
     "METADATA_KEY",
     "KERNEL_DIED",
     "NOT_RUN",
     "CELL_TIMEOUT",
-    "GRADE_CELL_MISSING",
     "CourseExecute",
     "RestoreMissingCells",
     "HideHiddenTests",
@@ -53,9 +51,6 @@ NOT_RUN = "CellNotRun"
 CELL_TIMEOUT = "CellTimeoutError"
 """``ename`` nbgrader gives a cell that ran past the timeout."""
 
-GRADE_CELL_MISSING = "GradeCellMissing"
-"""``ename`` a restored grade cell raises, so that it scores zero."""
-
 
 class CourseExecute(Execute):
     """nbgrader's ``Execute``; a dead or hung kernel costs the cells after it, not the submission.
@@ -66,15 +61,12 @@ class CourseExecute(Execute):
     cell a ``CellNotRun`` error. Without those errors nbgrader would give a grade cell that
     never ran full marks, since it scores a code cell with no error output as passed.
 
-    After a timeout the kernel is interrupted, as nbgrader does; if it then does not answer
-    within ``responsive_timeout`` seconds (student code that swallows ``KeyboardInterrupt``),
-    it is shut down and the remaining cells are marked as not run instead of each waiting for
-    its own timeout.
+    After a timeout the kernel is interrupted, as nbgrader does, and the next cells run. If the
+    interrupted kernel does not report being idle within ``iopub_timeout`` seconds (student code
+    that swallows ``KeyboardInterrupt``), nbclient would raise and nbgrader drop the submission;
+    here the kernel is shut down and the remaining cells are marked as not run (instead of each
+    waiting for its own timeout behind the runaway cell).
     """
-
-    responsive_timeout = Float(
-        10.0, help="Seconds an interrupted kernel has to answer before it is given up on."
-    ).tag(config=True)
 
     # Every output is collected by the time the kernel is shut down; waiting for a graceful
     # exit only costs most of a second per notebook.
@@ -119,32 +111,21 @@ class CourseExecute(Execute):
                 "out of memory); later cells were not run and score zero",
             ))
             return cell, self.resources
-        if _has_error(cell, CELL_TIMEOUT) and not self._kernel_answers():
+        except CellTimeoutError:
+            # Interrupted after the timeout, the kernel never reported being idle again
+            # (nbclient raises instead of recording the timeout in the cell).
+            if not _has_error(cell, CELL_TIMEOUT):
+                cell.outputs.append(_error_output(CELL_TIMEOUT, "the cell ran past the time limit and "
+                                                  "ignored the interrupt"))
             self._stop(cell, index, "the kernel stopped answering")
             run_sync(self._async_shutdown_unresponsive)()
+            return cell, self.resources
         return cell, resources
 
     def _stop(self, cell: NotebookNode, index: int, reason: str) -> None:
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
         self._stopped = {"reason": reason, "cell_index": index, "grade_id": grade_id}
         self.log.warning("%s in cell %s; the remaining cells are marked as not run", reason, grade_id or index)
-
-    def _kernel_answers(self) -> bool:
-        return run_sync(self._async_kernel_answers)()
-
-    async def _async_kernel_answers(self) -> bool:
-        # A kernel_info request queues behind the interrupted cell: no reply means it is still busy.
-        msg_id = await ensure_async(self.kc.kernel_info())
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.responsive_timeout
-        while (remaining := deadline - loop.time()) > 0:
-            try:
-                msg = await ensure_async(self.kc.shell_channel.get_msg(timeout=remaining))
-            except Exception:  # queue.Empty: nothing arrived in time
-                return False
-            if msg.get("parent_header", {}).get("msg_id") == msg_id:
-                return True
-        return False
 
     async def _async_shutdown_unresponsive(self) -> None:
         if self.km is not None and await ensure_async(self.km.is_alive()):
@@ -155,7 +136,8 @@ class RestoreMissingCells(OverwriteCells):
     """``OverwriteCells`` that puts deleted grade cells back as cells that score zero.
 
     nbgrader's ``add_missing_cells`` restores a deleted grade cell *and runs it*, so deleting
-    a test could cost nothing; here the restored cell raises ``GradeCellMissing``. Cells are
+    a test could cost nothing; here the restored cell raises an ``AssertionError`` that says
+    the cell was missing (its test source is not put back, so feedback cannot show it). Cells are
     placed after the nearest earlier cell of the source notebook that is still present (nbgrader's
     own placement assumes that cell is a solution or grade cell and fails otherwise).
 

@@ -190,17 +190,37 @@ def test_grade_reads_github_classroom_repositories(tmp_path, capsys):
     repos = tmp_path / "repos"
     _put(repos / "example-octocat" / "week1" / "example.ipynb", SAMPLE.format("correct_slow"))
     _put(repos / "example-octocat" / "week1" / ".ipynb_checkpoints" / "example.ipynb", SAMPLE.format("untouched"))
-    _put(repos / "example-hubot" / "example.ipynb", SAMPLE.format("wrong"))
-    _put(repos / "example-hubot" / "copy" / "example.ipynb", SAMPLE.format("wrong"))
+    # hubot turned a visible test into `pass`: the read-only cell is put back, and still fails
+    hubot = nbformat.read(SAMPLE.format("wrong"), as_version=4)
+    next(c for c in hubot.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_count_visible").source = "pass"
+    (repos / "example-hubot" / "copy").mkdir(parents=True)
+    nbformat.write(hubot, repos / "example-hubot" / "example.ipynb")
+    _put(repos / "example-hubot" / "copy" / "example.ipynb", SAMPLE.format("correct_fast"))
+    _put(repos / "example-cy" / "README.md")  # accepted the assignment, never added the notebook
     grading = tmp_path / "grading"
     status = cli.main(["grade", "example", "--submissions", str(repos), "--grading-dir", str(grading),
                        "--timeout", "30"])
     out = capsys.readouterr().out
     assert re.search(r"^octocat\s+6 / 10\s*$", out, re.M)
-    assert re.search(r"^hubot\s+0 / 10\s+note$", out, re.M)
-    assert status == cli.EXIT_FLAGGED  # hubot's two copies are worth a look
-    assert (grading / "feedback" / "octocat" / "example" / "example.html").is_file()
+    assert re.search(r"^hubot\s+0 / 10\s+note; overwritten:test_count_visible$", out, re.M)
+    assert re.search(r"^cy\s+0 / 10\s+no-notebook$", out, re.M)
+    assert status == cli.EXIT_FLAGGED
+    for student in ("octocat", "hubot", "cy"):
+        assert (grading / "feedback" / student / "example" / "example.html").is_file()
     assert (grading / "submitted" / "hubot" / "example" / "example.ipynb").is_file()
+
+
+@pytest.mark.slow
+def test_a_kernel_that_ignores_interrupts_is_stopped_and_the_rest_scores_zero(tmp_path):
+    from course_lib._nbpreprocessors import CourseExecute
+
+    runaway = "import time\nwhile True:\n    try:\n        time.sleep(0.01)\n    except KeyboardInterrupt:\n        pass"
+    nb = nbformat.v4.new_notebook(cells=[new_code_cell("x = 1"), new_code_cell(runaway), new_code_cell("x")])
+    CourseExecute(timeout=1, iopub_timeout=1, kernel_log=str(tmp_path / "kernel.log")).preprocess(
+        nb, {"metadata": {"path": str(tmp_path)}})
+    enames = [[o.get("ename") for o in cell.outputs] for cell in nb.cells]
+    assert enames == [[], ["CellTimeoutError"], ["CellNotRun"]]
+    assert nb.metadata["measure_first"]["kernel_stopped"]["reason"] == "the kernel stopped answering"
 
 
 # --- helpers -----------------------------------------------------------------------------------
