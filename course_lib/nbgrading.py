@@ -16,7 +16,36 @@ What this module adds to nbgrader
 - :func:`check_notebook`, the visible tests of a student's notebook with points.
 
 Each submission is graded by :func:`grade_submission`, which needs only a :class:`Course`
-and names, so that a batch can later be spread over worker processes.
+and a :class:`Submission`, so that a batch can later be spread over worker processes.
+
+What the plumbing defends against, and what it does not
+-------------------------------------------------------
+The tests run inside the student's own kernel (that is how nbgrader works), so this layer
+only makes sure that what the kernel did is graded, recorded and never lost:
+
+- read-only cells, grade cells included, are put back from the gradebook before running
+  (nbgrader), so editing a test changes nothing; a *deleted* grade cell is put back as a
+  failing cell and flagged ``restored``; an edited one is flagged ``overwritten``;
+- a notebook that is not valid JSON or not a notebook scores zero, is flagged and kept
+  byte for byte (``submitted/.../NAME.ipynb.unreadable``); the batch goes on;
+- a cell past the timeout is interrupted and scores zero (``timeout``); a kernel that dies
+  (``os._exit``, a crash) or ignores the interrupt is graded on the cells that ran, the
+  others score zero (``kernel-died``, ``kernel-unresponsive``), instead of nbgrader dropping
+  the submission or giving unrun grade cells full marks;
+- ``TamperingDetected`` and ``UnreliableMeasurement`` raised by the grading helpers are
+  flagged (``tampering``, ``unreliable``);
+- ``NBGRADER_EXECUTION`` is left set while grading, as nbgrader documents it (students may
+  use it to skip slow exploration). A notebook is graded on what it does while graded, and
+  student code that mentions the variable is flagged ``reads-NBGRADER_EXECUTION`` for a
+  look. The example's hidden speed test keeps its own copy of the reference, so swapping
+  the provided baseline while graded gains nothing. The scan is textual: code that builds
+  the name at run time is not caught;
+- feedback never shows hidden-test source, nor the frames of a traceback that quote it.
+
+Not defended here: code in the kernel can rebind names the tests use (the grading helpers
+resist this for clocks and comparisons, see :mod:`course_lib.grading`), read hidden tests
+from memory while they run, or detect grading in other ways. Verdicts measured outside the
+student's kernel are the sandboxed grading of a later issue.
 
 Examples
 --------
@@ -294,7 +323,7 @@ def grade(course: Course, submissions: str | Path, assignments: list[str] | None
     if not any(found.values()):
         asked = ", ".join(names) if names else "(no assignments in solutions/)"
         raise CourseError(f"no submissions of {asked} in {folder} (expected {folder}/STUDENT/ASSIGNMENT/"
-                          "*.ipynb or GitHub Classroom's {folder}/ASSIGNMENT-STUDENT/...)")
+                          f"*.ipynb or GitHub Classroom's {folder}/ASSIGNMENT-STUDENT/...)")
     course.grading_dir.mkdir(parents=True, exist_ok=True)
     total = sum(len(subs) for subs in found.values())
     results = []
