@@ -88,7 +88,8 @@ def _grade(args: argparse.Namespace) -> int:
     print(f"Feedback:  {_show(feedback, course.root)}/STUDENT/ASSIGNMENT/*.html")
     print(f"Grades:    {_show(course.grading_dir / 'grades.csv', course.root)}")
     print(f"Flags:     {_show(course.grading_dir / 'flags.csv', course.root)}")
-    print(f"Gradebook: {_show_url(course.db_url)}")
+    print(f"Logs:      {_show(course.grading_dir / 'logs', course.root)}/ASSIGNMENT/STUDENT.log")
+    print(f"Gradebook: {_show_url(course.db_url, course.root)}")
     flagged = [r for r in results if r.flagged]
     if flagged:
         print(f"{len(flagged)} of {len(results)} submissions flagged for review.")
@@ -165,13 +166,15 @@ def _show(path: Path, root: Path) -> str:
         return str(path)
 
 
-def _show_url(url: str) -> str:
+def _show_url(url: str, root: Path) -> str:
+    if url.startswith("sqlite:///"):
+        return _show(Path(url.removeprefix("sqlite:///")), root)
     # never print a password that the URL may carry
-    if "://" in url and "@" in url.split("://", 1)[1]:
-        scheme, rest = url.split("://", 1)
-        credentials, host = rest.rsplit("@", 1)
-        return f"{scheme}://{credentials.split(':', 1)[0]}:***@{host}" if ":" in credentials else url
-    return url.removeprefix("sqlite:///")
+    scheme, _, rest = url.partition("://")
+    credentials, at, host = rest.rpartition("@")
+    if at and ":" in credentials:
+        return f"{scheme}://{credentials.split(':', 1)[0]}:***@{host}"
+    return url
 
 
 if __name__ == "__main__":  # pragma: no cover

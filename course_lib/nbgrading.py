@@ -702,8 +702,9 @@ def _export(course: Course, results: list[SubmissionResult]) -> None:
 def _progress_bar(total: int, show: bool | None):
     from tqdm import tqdm
 
-    with tqdm(total=total, file=sys.stderr, unit="submission", disable=not (total > 5 if show is None else show),
-              leave=False) as bar:
+    # By default only for more than five submissions, and only on a terminal (disable=None).
+    disable = (None if total > 5 else True) if show is None else not show
+    with tqdm(total=total, file=sys.stderr, unit="submission", disable=disable, leave=False) as bar:
         yield bar
 
 

@@ -94,6 +94,15 @@ def test_database_url_option_wins_over_environment(monkeypatch):
     assert nbgrading.Course.locate(root=ROOT).db_url == "sqlite:////tmp/elsewhere.db"
 
 
+@pytest.mark.parametrize("url, shown", [
+    ("sqlite:///" + str(ROOT / "grading" / "gradebook.db"), "grading/gradebook.db"),
+    ("postgresql://grader:s3cret@db.example:5432/course", "postgresql://grader:***@db.example:5432/course"),
+    ("postgresql://grader@db.example/course", "postgresql://grader@db.example/course"),
+])
+def test_printed_gradebook_url_never_shows_a_password(url, shown):
+    assert cli._show_url(url, ROOT) == shown
+
+
 # --- the committed files are what the commands generate ----------------------------------------
 
 def test_release_regenerates_the_committed_student_version(tmp_path, capsys):
