@@ -30,7 +30,9 @@ class BuildResult:
 
     @property
     def warnings(self) -> list[str]:
-        return [line for line in self.output.splitlines() if "WARNING" in line or "ERROR" in line]
+        # Sphinx's own "WARNING:" lines; not the kernel's "[IPKernelApp] WARNING | ...".
+        return [line for line in self.output.splitlines()
+                if "WARNING:" in line or "ERROR:" in line or "CRITICAL:" in line]
 
 
 @functools.cache

@@ -64,7 +64,8 @@ def _add_launch_links(app: Any, pagename: str, templatename: str, context: dict,
         if button.get("text") == "Colab":
             colab = options.get("launch_buttons", {}).get("colab_url", "").rstrip("/")
             button["url"] = f"{colab}/github/{org}/{repo}/blob/{pages_branch}/_sources/{ipynb}"
-    _add_setup_cell(Path(app.outdir) / "_sources" / ipynb, f"git+https://github.com/{org}/{repo}@{branch}")
+    _prepare_download(app, Path(app.outdir) / "_sources" / ipynb,
+                      f"git+https://github.com/{org}/{repo}@{branch}")
 
 
 def _launch_group(context: dict) -> dict | None:
@@ -81,12 +82,38 @@ def _org_repo(url: str) -> tuple[str | None, str | None]:
     return (parts[0], parts[1]) if len(parts) >= 2 else (None, None)
 
 
-def _add_setup_cell(path: Path, requirement: str) -> None:
+def _prepare_download(app: Any, path: Path, requirement: str) -> None:
     if not path.exists():
         return
-    nb = nbformat.read(path, as_version=4)
-    if any(SETUP_TAG in cell.get("metadata", {}).get("tags", []) for cell in nb.cells):
-        return  # already added by an earlier build
+    nb = _with_cached_outputs(app, nbformat.read(path, as_version=4))
+    if not any(SETUP_TAG in cell.get("metadata", {}).get("tags", []) for cell in nb.cells):
+        nb.cells.insert(0, _setup_cell(requirement))
+    nbformat.write(nb, path)
+
+
+def _with_cached_outputs(app: Any, nb: Any) -> Any:
+    """The notebook with its executed outputs, also when they came from the cache.
+
+    MyST-NB 1.4 writes the *unexecuted* notebook to jupyter_execute/ when a page's
+    outputs come from the execution cache (it saves the notebook it parsed, not the
+    one merged with the cache), and sphinx-book-theme offers that file for download.
+    Merge the cached outputs back in, so the download and Colab get what the page shows.
+    """
+    if any(cell.get("outputs") for cell in nb.cells if cell.cell_type == "code"):
+        return nb
+    cache_path = getattr(getattr(app.env, "mystnb_config", None), "execution_cache_path", "")
+    if not cache_path:
+        return nb
+    from jupyter_cache import get_cache
+
+    try:
+        _, merged = get_cache(cache_path).merge_match_into_notebook(nb)
+    except KeyError:  # not in the cache (execution off, or excluded): keep it as it is
+        return nb
+    return merged
+
+
+def _setup_cell(requirement: str) -> Any:
     code = (
         "# Hosted notebooks (Colab, a fresh kernel) start without course_lib: install it\n"
         "# from the course repository when it is missing. Does nothing where it is installed.\n"
@@ -94,6 +121,4 @@ def _add_setup_cell(path: Path, requirement: str) -> None:
         'if importlib.util.find_spec("course_lib") is None:\n'
         f'    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "{requirement}"], check=True)'
     )
-    cell = nbformat.v4.new_code_cell(code, metadata={"tags": [SETUP_TAG]})
-    nb.cells.insert(0, cell)
-    nbformat.write(nb, path)
+    return nbformat.v4.new_code_cell(code, metadata={"tags": [SETUP_TAG]})
