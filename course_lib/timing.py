@@ -305,7 +305,7 @@ def bench(fn: Callable[..., Any], *args: Any, budget: float = 1.0, **kwargs: Any
     call = functools.partial(fn, *args, **kwargs) if (args or kwargs) else fn
     timer = timeit.Timer(call, timer=_perf_counter)
     call()  # warm-up, untimed
-    loops = _autorange(timer.timeit, min(_AUTORANGE_TARGET, budget * _BENCH_ROUND_SHARE))
+    loops, _ = _autorange(timer.timeit, min(_AUTORANGE_TARGET, budget * _BENCH_ROUND_SHARE))
     round_seconds = _run_rounds(lambda: timer.timeit(loops), budget, _MIN_ROUNDS)
     times = tuple(t / loops for t in round_seconds)
     q1, _, q3 = statistics.quantiles(times, n=4, method="inclusive")
@@ -421,7 +421,10 @@ def compare(
     2. **Calibration.** Each side gets its own loop count, chosen as
        ``timeit.Timer.autorange`` does (1, 2, 5, 10, 20, 50, ... calls) until one
        round lasts at least ``min_round`` seconds, twice in a row (so a first call
-       that was slow for a one-off reason cannot fix the count too low).
+       that was slow for a one-off reason cannot fix the count too low). The
+       faster side then gets more calls, so that its part of a round lasts about
+       as long as the slower side's, as far as the budget allows: paired sides
+       that last alike see the same changes in machine speed.
     3. **Interleaved rounds.** Round 1 times A then B, round 2 B then A, and so
        on. Each round yields one *paired* ratio, time(A)/time(B) per call, taken
        from two measurements a few milliseconds apart: if the machine gets slower
@@ -527,7 +530,9 @@ def compare(
     for side in sides:
         if warmup:
             side.run(warmup)
-    loops = [_autorange(side.run, min_round, confirm=True) for side in sides]
+    calibrated = [_autorange(side.run, min_round, confirm=True) for side in sides]
+    min_rounds = _min_rounds(confidence)
+    loops = _balance([n for n, _ in calibrated], [t for _, t in calibrated], budget, min_rounds)
 
     base_t: list[float] = []
     cand_t: list[float] = []
@@ -540,7 +545,7 @@ def compare(
         cand_t.append(spent[1] / loops[1])
         return spent[0] + spent[1]
 
-    _run_rounds(one_round, budget, _min_rounds(confidence))
+    _run_rounds(one_round, budget, min_rounds)
     ratios = tuple(b / c if c > 0 else math.inf for b, c in zip(base_t, cand_t))
     low, ratio, high = _median_ci(ratios, confidence)
     base_s, cand_s = statistics.median(base_t), statistics.median(cand_t)
@@ -769,18 +774,38 @@ def _timed_loop(
     return t1 - t0
 
 
-def _autorange(run: Callable[[int], float], target: float, confirm: bool = False) -> int:
+def _autorange(run: Callable[[int], float], target: float, confirm: bool = False) -> tuple[int, float]:
     """Smallest of 1, 2, 5, 10, 20, 50, ... calls whose round lasts ``target`` seconds.
 
-    With ``confirm`` the count must reach the target twice in a row, so that a
+    Returns the count and the seconds per call of its (last) round. With
+    ``confirm`` the count must reach the target twice in a row, so that a
     one-off slow call (a JIT compiling, a cold cache) cannot fix it too low.
     """
     for power in itertools.count():
         for step in (1, 2, 5):
             n = step * 10**power
-            if run(n) >= target and (not confirm or run(n) >= target):
-                return n
+            seconds = run(n)
+            if seconds >= target and confirm:
+                seconds = run(n)
+            if seconds >= target:
+                return n, seconds / n
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _balance(loops: list[int], per_call: list[float], budget: float, min_rounds: int) -> list[int]:
+    """More calls for the faster side, so that both sides of a round last about as long.
+
+    Paired ratios cancel a change in machine speed only if both sides see it:
+    when one side's part of a round lasts 100 ms and the other's 20 ms, the
+    short part samples a much narrower window of a fluctuating machine. The
+    faster side's part is stretched towards the slower side's, but only as far
+    as ``min_rounds`` rounds still fit in ``budget``.
+    """
+    parts = [n * t for n, t in zip(loops, per_call)]
+    slow = max(parts)
+    target = min(slow, budget / min_rounds - slow)
+    # (1 + 1e-9): 0.03 / 0.001 is 29.999999999999996 in floating point
+    return [max(n, int(target / t * (1 + 1e-9))) if t > 0 else n for n, t in zip(loops, per_call)]
 
 
 def _run_rounds(one_round: Callable[[], float], budget: float, min_rounds: int) -> list[float]:

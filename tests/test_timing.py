@@ -119,6 +119,20 @@ def test_rounds_alternate_the_order_of_the_two_sides():
     assert "".join(log).endswith(expected)
 
 
+@pytest.mark.parametrize(
+    "loops, per_call, budget, expected",
+    [
+        ([1, 20], [0.05, 0.001], 1.0, [1, 50]),  # the fast side is stretched to 50 ms
+        ([20, 1], [0.001, 0.05], 1.0, [50, 1]),  # whichever side is the fast one
+        ([1, 20], [0.05, 0.001], 0.3, [1, 20]),  # 6 rounds of 50 ms + 20 ms barely fit: no room
+        ([1, 20], [0.05, 0.001], 0.48, [1, 30]),  # room for 30 ms of the 50
+        ([20, 25], [0.001, 0.0008], 1.0, [20, 25]),  # already balanced
+    ],
+)
+def test_faster_side_is_stretched_as_far_as_the_budget_allows(loops, per_call, budget, expected):
+    assert timing._balance(loops, per_call, budget, 6) == expected
+
+
 def test_identical_functions_give_an_interval_containing_one():
     # 99%: a 95% interval misses the truth 1 time in 20 by design; a test must not.
     c = timing.compare(work, work, budget=0.5, confidence=0.99)
