@@ -254,10 +254,12 @@ def test_make_args_leaves_nothing_for_a_cache_to_find(key):
     cache.clear()
     hits.clear()
     fair = timing.compare(slow, memoised, make_args=lambda: (30_000 + next(counter),), budget=0.5)
+    # Not one call was answered from the cache...
     assert hits == []
-    # No demonstrable gain: the interval reaches down to "no faster" (on a quiet
-    # machine the ratio is about 1; under heavy load the interval widens instead).
-    assert fair.low <= 1 and fair.ratio < 2
+    # ...so there is no demonstrable gain: the interval reaches down to "no
+    # faster" (on a quiet machine the ratio is about 1; on an oversubscribed one,
+    # single 20 ms rounds swing widely and the interval widens instead).
+    assert fair.low <= 1 < cheat.low
 
 
 def test_every_call_gets_an_input_never_seen_before():
