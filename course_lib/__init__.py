@@ -22,6 +22,11 @@ One module per concern; import the one you need::
     the Week 1 orders data and ETL job.
 ``grading``
     the checks that nbgrader grade cells call.
+``nbgrading``
+    grading on top of nbgrader: release, grade a batch with flags and feedback, a
+    student's self-check.
+``cli``
+    the ``course`` command (``release``, ``grade``, ``check``) over ``nbgrading``.
 """
 
 __version__ = "0.1.0"
