@@ -2,8 +2,9 @@
 
 ``slow``: right but not compiled. ``admit`` moves the state into arrays, as the
 reference does, but runs the loop in the interpreter (no ``@njit``): the same
-decisions as ``admit_slow`` at about its speed. Every correctness point, no speed
-point. The answers to the two questions are the reference's.
+decisions as ``admit_slow``, and no faster (indexing NumPy arrays one element at a
+time in the interpreter costs more than lists and dictionaries). Every correctness
+point, no speed point. The answers to the two questions are the reference's.
 
 ``wrong``: compiled and fast, but the refill is not capped at ``capacity``, so a
 client that was quiet for a while gets a burst of more than ``capacity`` tokens. No
