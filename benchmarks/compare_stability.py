@@ -229,7 +229,9 @@ def run_pyperf(pair: Pair, fast: bool) -> tuple[float, float]:
             if fast:
                 cmd.insert(4, "--fast")
             if os.path.exists(paths[side]):
-                cmd[4:4] = ["-l", str(pyperf.Benchmark.load(paths[side]).get_loops())]
+                # Same loop count and (explicitly) one warm-up value per process, as
+                # in the first half, so both halves measure the same thing.
+                cmd[4:4] = ["-l", str(pyperf.Benchmark.load(paths[side]).get_loops()), "-w", "1"]
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         medians = [pyperf.Benchmark.load(paths[side]).median() for side in "ab"]
     return medians[0] / medians[1], time.perf_counter() - t0
