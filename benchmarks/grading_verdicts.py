@@ -342,7 +342,8 @@ def _report(verdicts: list[Verdict], kinds: dict[str, Kind], repeats: int, secon
                      + f" (the {len(ratios)} that failed; {passed} passed, unrecorded)")
         else:
             shown = "not recorded: a passing assert_speedup prints nothing"
-        twice = sum(v.measured_twice for v in mine)
+        # Only a failure message says whether it measured twice: "-" when none failed.
+        twice = str(sum(v.measured_twice for v in mine)) if ratios else "-"
         print(f"{kind.name:<6} {kind.quiet.ratio:>10.3g}x {'pass' if kind.must_pass else 'fail':>5} "
               f"{wrong:>3}/{len(mine):<3} {twice:>6}  {shown}")
     print(f"\nwrong verdicts: {total_wrong} of {len(verdicts)}")
