@@ -5,6 +5,7 @@
     course release [ASSIGNMENT]                  regenerate assignments/ from solutions/
     course grade [ASSIGNMENT] --submissions DIR  collect, autograde, feedback, grades.csv, table
     course check NOTEBOOK                        a student's self-check of the visible tests
+    course student-repo DIR [--force] [--git]    the repository students open, without solutions
 
 Exit status (scripts may rely on it)
 ------------------------------------
@@ -105,6 +106,15 @@ def _check(args: argparse.Namespace) -> int:
     return EXIT_OK if result.passed else EXIT_FLAGGED
 
 
+def _student_repo(args: argparse.Namespace) -> int:
+    from course_lib import nbgrading, student_repo
+
+    course = nbgrading.Course.locate(root=args.root)
+    dest = student_repo.write_student_repo(course.root, args.dir, force=args.force, git=args.git)
+    print(f"student repository -> {dest}")
+    return EXIT_OK
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="course",
@@ -141,6 +151,16 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("notebook", type=Path, help="the notebook to check")
     check.add_argument("--timeout", type=_seconds, metavar="S", help="seconds a cell may run (default 60)")
     check.set_defaults(run=_check)
+
+    student = commands.add_parser("student-repo", help="write the repository students open in Codespaces",
+                                  description="Write the book, course_lib, the released assignments, the "
+                                              "devcontainer and a student README into DIR: no solutions, "
+                                              "hidden tests, gradebook or instructor tests.")
+    student.add_argument("dir", type=Path, metavar="DIR", help="where to write it (must not exist or be empty)")
+    student.add_argument("--force", action="store_true", help="replace what DIR holds (its .git is kept)")
+    student.add_argument("--git", action="store_true", help="git init DIR and commit the result")
+    _add_root(student)
+    student.set_defaults(run=_student_repo)
     return parser
 
 

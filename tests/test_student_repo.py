@@ -1,0 +1,246 @@
+"""`course student-repo`: what students get holds no solution and no hidden test, and works.
+
+The leak check reads every source notebook in solutions/: each non-trivial line between
+nbgrader's BEGIN/END SOLUTION or BEGIN/END HIDDEN TESTS markers must appear in no file of
+the generated repository. A line counts as trivial when it is short, a comment, or also
+stands in the released part of a source notebook (a hidden test often repeats a line of
+the provided slow version, which students see anyway).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from course_lib import cli, nbgrading, student_repo
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Library idioms that a solution or hidden test uses as the book and course_lib's own
+# docstrings do; they reveal nothing. Any other overlap fails the test, to be looked at.
+_IDIOMS = {"start = time.perf_counter()", 'with sw("load"):'}
+_MIN_CHARS = 12
+
+
+@pytest.fixture(scope="module")
+def student(tmp_path_factory) -> Path:
+    dest = tmp_path_factory.mktemp("student") / "measure-first"
+    assert cli.main(["student-repo", str(dest), "--root", str(ROOT)]) == cli.EXIT_OK
+    return dest
+
+
+@pytest.fixture(scope="module")
+def secrets() -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {"solution": set(), "hidden test": set()}
+    public: list[str] = []
+    for notebook in sorted((ROOT / "solutions").glob("*/*.ipynb")):
+        for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+            _split_regions("".join(cell["source"]), found, public)
+    released = "\n".join(public)
+    return {kind: {line for line in lines if _non_trivial(line, released)} for kind, lines in found.items()}
+
+
+def test_the_secret_lines_are_found(secrets):
+    # Without this the leak test would pass on an empty list, whatever the repository held.
+    assert len(secrets["solution"]) >= 50
+    assert len(secrets["hidden test"]) >= 50
+
+
+def test_no_solution_or_hidden_test_text_anywhere(student, secrets):
+    leaks = _leaks(student, secrets)
+    assert not leaks, f"{len(leaks)} secret lines in the student repository, e.g. {leaks[:5]}"
+
+
+def test_the_leak_check_finds_a_source_notebook(tmp_path, secrets):
+    # The check must fail when solutions do get in: plant one source notebook.
+    notebook = sorted((ROOT / "solutions").glob("*/*.ipynb"))[0]
+    (tmp_path / "copied.ipynb").write_bytes(notebook.read_bytes())
+    kinds = {kind for kind, _, _ in _leaks(tmp_path, secrets)}
+    assert kinds == {"solution", "hidden test"}
+
+
+@pytest.mark.parametrize("part", ["solutions", "grading", "examples", "tests", "benchmarks", ".github",
+                                  ".ci", "nbgrader_config.py", "course_lib.egg-info", ".venv", "_build"])
+def test_instructor_parts_are_left_out(student, part):
+    assert not (student / part).exists()
+
+
+def test_no_gradebook_or_cache(student):
+    left = [p for p in student.rglob("*")
+            if p.suffix in {".db", ".pyc"} or p.name in {"__pycache__", ".ipynb_checkpoints"}]
+    assert left == []
+
+
+@pytest.mark.parametrize("part", ["book", "_config.yml", "_toc.yml", "binder", "course_lib/grading.py",
+                                  "course_lib/nbgrading.py", "course_lib/cli.py", "assignments/week1/week1.ipynb",
+                                  ".devcontainer/devcontainer.json", "pyproject.toml", "requirements.lock"])
+def test_student_parts_are_copied(student, part):
+    assert (student / part).exists()
+    if (student / part).is_file():
+        assert (student / part).read_bytes() == (ROOT / part).read_bytes()
+
+
+def test_readme_tells_how_to_start_and_check(student):
+    text = (student / "README.md").read_text()
+    for needed in ("Codespaces", "make venv", "course check assignments/", "How it is graded"):
+        assert needed in text
+    released = sorted(p.name for p in (ROOT / "assignments").iterdir() if p.is_dir())
+    for name in released:
+        assert f"assignments/{name}/{name}.ipynb" in text
+
+
+def test_devcontainer_parses_and_its_make_target_runs(student):
+    config = json.loads((student / ".devcontainer" / "devcontainer.json").read_text())
+    command = shlex.split(config["postCreateCommand"])
+    assert command[0] == "make" and len(command) == 2
+    # A dry run fails if the target, a prerequisite or a file it depends on is missing.
+    outcome = subprocess.run(["make", "-n", "-C", str(student), command[1]], capture_output=True, text=True)
+    assert outcome.returncode == 0, outcome.stderr
+    assert "pip install -q -r requirements.lock" in outcome.stdout
+
+
+@pytest.mark.parametrize("target", ["demo", "book", "clean"])
+def test_other_make_targets_need_nothing_left_out(student, target):
+    outcome = subprocess.run(["make", "-n", "-C", str(student), target], capture_output=True, text=True)
+    assert outcome.returncode == 0, outcome.stderr
+    assert "examples/" not in outcome.stdout and "course release" not in outcome.stdout
+
+
+@pytest.mark.slow
+def test_course_check_runs_from_inside_the_student_copy(student):
+    # A fresh interpreter whose course_lib is the student copy: every module must import
+    # from there, `course check` must run a released notebook's visible tests, and
+    # `course release` must stop with a one-line error (no nbgrader_config.py).
+    script = (
+        "import importlib, pkgutil, sys, course_lib\n"
+        "from course_lib import cli\n"
+        "for info in pkgutil.iter_modules(course_lib.__path__):\n"
+        "    module = importlib.import_module('course_lib.' + info.name)\n"
+        "    print('imported', module.__file__)\n"
+        "print('release', cli.main(['release']))\n"
+        "sys.exit(cli.main(['check', 'example.ipynb']))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(student)}
+    outcome = subprocess.run([sys.executable, "-c", script], cwd=student / "assignments" / "example",
+                             env=env, capture_output=True, text=True, timeout=120)
+    assert outcome.returncode == cli.EXIT_FLAGGED, outcome.stderr
+    imported = [line.split(" ", 1)[1] for line in outcome.stdout.splitlines() if line.startswith("imported ")]
+    assert len(imported) >= 10
+    assert all(Path(path).is_relative_to(student / "course_lib") for path in imported), imported
+    assert "release 2" in outcome.stdout and "no nbgrader_config.py" in outcome.stderr
+    assert "FAIL  test_count_visible    0 / 2  NotImplementedError" in outcome.stdout
+    assert "points in hidden tests" in outcome.stdout
+    assert "Visible tests: 0 of 2 passed" in outcome.stdout
+
+
+def test_refuses_a_non_empty_folder_without_force(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("mine")
+    assert cli.main(["student-repo", str(tmp_path), "--root", str(ROOT)]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not empty; pass --force" in err
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_force_replaces_all_but_git_and_git_commits(tmp_path):
+    (tmp_path / "solutions").mkdir()
+    (tmp_path / "solutions" / "stale.ipynb").write_text("{}")
+    assert cli.main(["student-repo", str(tmp_path), "--root", str(ROOT), "--force", "--git"]) == cli.EXIT_OK
+    assert not (tmp_path / "solutions").exists()
+
+    def git(*args):
+        return subprocess.run(["git", "-C", str(tmp_path), *args], capture_output=True, text=True,
+                              check=True).stdout
+
+    assert len(git("log", "--oneline").splitlines()) == 1
+    assert git("status", "--porcelain") == ""
+    assert "assignments/week1/week1.ipynb" in git("ls-files")
+    # regenerated over itself: history kept, nothing new to commit
+    assert cli.main(["student-repo", str(tmp_path), "--root", str(ROOT), "--force", "--git"]) == cli.EXIT_OK
+    assert len(git("log", "--oneline").splitlines()) == 1
+
+
+def test_refuses_a_folder_inside_the_course(capsys):
+    assert cli.main(["student-repo", str(ROOT / "book" / "student"), "--root", str(ROOT)]) == cli.EXIT_USAGE
+    assert "inside the course repository" in capsys.readouterr().err
+    assert not (ROOT / "book" / "student").exists()
+
+
+@pytest.mark.parametrize("marker", ["### BEGIN SOLUTION", "### BEGIN HIDDEN TESTS"])
+def test_refuses_a_source_notebook_in_assignments(tmp_path, marker):
+    week = tmp_path / "course" / "assignments" / "week1"
+    week.mkdir(parents=True)
+    (week / "week1.ipynb").write_text(json.dumps({"cells": [{"source": [marker]}]}))
+    with pytest.raises(nbgrading.CourseError, match="not a released notebook"):
+        student_repo.write_student_repo(tmp_path / "course", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_makefile_without_venv_is_refused():
+    with pytest.raises(nbgrading.CourseError, match="no 'venv' target"):
+        student_repo.student_makefile("test:\n\tpytest\n")
+
+
+# --- private helpers -------------------------------------------------------------------------
+
+_REGIONS = {"BEGIN SOLUTION": "solution", "BEGIN HIDDEN TESTS": "hidden test"}
+
+
+def _split_regions(source: str, found: dict[str, set[str]], public: list[str]) -> None:
+    kind = None
+    for line in source.splitlines():
+        begin = next((k for marker, k in _REGIONS.items() if marker in line), None)
+        if begin:
+            kind = begin
+        elif "END SOLUTION" in line or "END HIDDEN TESTS" in line:
+            kind = None
+        elif kind:
+            found[kind].add(line.strip())
+        else:
+            public.append(line)
+
+
+def _non_trivial(line: str, released: str) -> bool:
+    return (len(line) >= _MIN_CHARS and not line.startswith("#") and line not in _IDIOMS
+            and line not in released)
+
+
+def _leaks(folder: Path, secrets: dict[str, set[str]]) -> list[tuple[str, str, str]]:
+    leaks = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and ".git" not in p.parts):
+        text = _text(path)
+        leaks += [(kind, line, str(path.relative_to(folder)))
+                  for kind, lines in secrets.items() for line in sorted(lines) if line in text]
+    return leaks
+
+
+def _text(path: Path) -> str:
+    raw = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix != ".ipynb":
+        return raw
+    # JSON escapes quotes and newlines: search the notebook's strings, and the raw file too.
+    try:
+        strings = list(_strings(json.loads(raw)))
+    except json.JSONDecodeError:
+        strings = []
+    return "\n".join([raw, *strings])
+
+
+def _strings(node):
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, dict):
+        for value in node.values():
+            yield from _strings(value)
+    elif isinstance(node, list):
+        # a cell's source is a list of lines: join them so that no line is split in two
+        if all(isinstance(item, str) for item in node):
+            yield "".join(node)
+        else:
+            for item in node:
+                yield from _strings(item)
