@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from course_lib import cli, nbgrading, student_repo
@@ -137,6 +138,24 @@ def test_course_check_runs_from_inside_the_student_copy(student):
     assert "FAIL  test_count_visible    0 / 2  NotImplementedError" in outcome.stdout
     assert "points in hidden tests" in outcome.stdout
     assert "Visible tests: 0 of 2 passed" in outcome.stdout
+
+
+@pytest.mark.slow
+def test_the_kernel_of_course_check_imports_the_student_copy(student, tmp_path):
+    # `course check` starts a kernel of its own: it too must find the student copy's
+    # course_lib (through PYTHONPATH, as an installed copy would be found), not this one.
+    probe = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import pathlib, course_lib\n"
+        f"assert pathlib.Path(course_lib.__file__).is_relative_to({str(student)!r}), course_lib.__file__",
+        metadata={"nbgrader": {"grade": True, "grade_id": "probe", "locked": True, "points": 1,
+                               "schema_version": 3, "solution": False, "task": False}})])
+    nbformat.write(probe, tmp_path / "probe.ipynb")
+    script = "import sys; from course_lib import cli; sys.exit(cli.main(['check', 'probe.ipynb']))"
+    outcome = subprocess.run([sys.executable, "-c", script], cwd=tmp_path,
+                             env={**os.environ, "PYTHONPATH": str(student)},
+                             capture_output=True, text=True, timeout=120)
+    assert outcome.returncode == cli.EXIT_OK, outcome.stdout + outcome.stderr
+    assert "PASS  probe" in outcome.stdout
 
 
 def test_refuses_a_non_empty_folder_without_force(tmp_path, capsys):
