@@ -31,7 +31,7 @@ SAMPLE = str(SUBMISSIONS / "{}" / "example" / "example.ipynb")
     (["grade", "example", "--submissions", "{tmp}/missing"], "submissions folder not found"),
     (["grade", "example", "--submissions", "{tmp}"], "no submissions of example"),
     (["grade", "nope", "--submissions", str(SUBMISSIONS)], "unknown assignment 'nope'"),
-    (["release", "nope"], "unknown assignment 'nope' (assignments in solutions/: example)"),
+    (["release", "nope"], "unknown assignment 'nope' (assignments in solutions/: example, week1"),
     (["release", "--root", "{tmp}"], "no nbgrader_config.py in"),
     (["check", "{tmp}/missing.ipynb"], "notebook not found"),
     (["check", str(SAMPLE).format("malformed_json")], "is not a readable notebook: not valid JSON"),

@@ -54,8 +54,15 @@ def test_demo_amdahl_figures_follow_from_the_compute_share(output):
         assert float(with_20x) == pytest.approx(amdahl.speedup(p, 20), abs=0.02)
         assert float(ceiling) == pytest.approx(amdahl.ceiling(p), abs=0.03)
         assert float(with_20x) <= float(ceiling)
-    (before, _, _), (after, _, _) = found
-    assert float(after) > float(before), "vectorising clean leaves compute a larger share"
+
+def test_vectorising_clean_shrinks_its_share(output):
+    # The clean stage gets tens of times faster, so its share must fall. (Compute's share
+    # usually rises too, but on a loaded machine the BLAS product can slow down enough
+    # between the two runs to hide that: it is not asserted.)
+    shares = [float(s) for s in re.findall(r"^clean\s+\d+\.\d{3}\s+\d+\.\d{3}\s+(\d+\.\d)%", output, flags=re.M)]
+    assert len(shares) == 2
+    before, after = shares
+    assert after < before / 2, "vectorising clean leaves it a much smaller share of the run"
 
 
 def test_demo_verifies_before_reporting_speedups(output):
