@@ -18,8 +18,8 @@ NumPy dot pair (a few microseconds) is there to show what happens below that.
 
 Run from the repository root::
 
-    .venv/bin/python benchmarks/compare_stability.py            # full, ~10-15 min
-    .venv/bin/python benchmarks/compare_stability.py --quick    # 5 repeats, pyperf --fast
+    .venv/bin/python benchmarks/compare_stability.py            # full, 13-18 min
+    .venv/bin/python benchmarks/compare_stability.py --quick    # 5 repeats, pyperf --fast, ~6 min
     .venv/bin/python benchmarks/compare_stability.py --pairs membership,tie --reps 3
 
 Importing this module has no side effects: ``pyperf``'s worker processes import
@@ -70,7 +70,7 @@ def _pandas_apply() -> tuple[Callable, Callable, tuple]:
     import numpy as np
     import pandas as pd
 
-    s = pd.Series(np.random.default_rng(0).random(400_000))
+    s = pd.Series(np.random.default_rng(0).random(500_000))
 
     def apply(series):
         return series.apply(lambda x: math.sqrt(x) * 1.1 + 2.0)
@@ -139,7 +139,7 @@ PAIRS = {
     p.name: p
     for p in [
         Pair("membership", _membership, "list vs set membership, 60k lookups"),
-        Pair("pandas", _pandas_apply, "Series.apply vs vectorised, 400k rows"),
+        Pair("pandas", _pandas_apply, "Series.apply vs vectorised, 500k rows"),
         Pair("tie", _tie, "map(lambda) vs comprehension, 60k items"),
         Pair("dot", _dot, "Python loop vs np.dot, 10k floats (fast side us)"),
         Pair("numba", _numba, "Python loop vs @njit, 300k floats"),
