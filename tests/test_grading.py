@@ -365,8 +365,15 @@ def test_bad_settings_are_rejected(kwargs, message):
 def test_points_full_zero_and_in_between():
     full = speedup_points(count_in_set, count_in_list, make_args, full_at=5, zero_at=2, points=3, budget=BUDGET)
     zero = speedup_points(count_in_list_again, count_in_list, make_args, full_at=20, zero_at=3, points=3, budget=BUDGET)
-    # bisection is about 10-20x; credit runs from a measured 3.6x to 36x
-    middle = speedup_points(count_by_bisection, count_in_list, make_args, full_at=40, zero_at=4, points=3, budget=BUDGET)
+    # bisection is about 10-20x; credit runs from a measured 3.6x to 36x. A threshold of 40x
+    # needs a reference of >= 40 ms per call (or grading refuses it as unreliable), and the
+    # usual haystack takes under 40 ms on a quiet machine: this one is twice as large, which
+    # doubles both sides and leaves the ratio where it was.
+    def make_big_args():
+        return (_rng.integers(0, 10**9, 40_000).tolist(), _rng.integers(0, 10**9, 300).tolist())
+
+    middle = speedup_points(count_by_bisection, count_in_list, make_big_args, full_at=40, zero_at=4, points=3,
+                            budget=BUDGET)
     assert (type(full), type(zero), type(middle)) == (float, float, float)
     assert full == 3.0
     assert zero == 0.0
