@@ -62,6 +62,7 @@ import nbformat  # noqa: E402
 import make_submissions  # noqa: E402
 from compare_stability import Competitor  # noqa: E402
 from course_lib import nbgrading, timing  # noqa: E402
+from course_lib._submissions import answered  # noqa: E402
 
 ASSIGNMENT = "example"
 SPEED_CELL = "test_count_speed"
@@ -263,7 +264,7 @@ def _write_submissions(folder: Path, released: nbformat.NotebookNode, kinds: dic
             answers = {"count_known": kind.answer, "unknown_ids": make_submissions.UNKNOWN}
             path = folder / f"r{rep + 1:02d}_{kind.name}" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
             path.parent.mkdir(parents=True)
-            nbformat.write(make_submissions._answered(released, answers), path)
+            nbformat.write(answered(released, answers), path)
     return folder
 
 

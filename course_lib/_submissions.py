@@ -8,16 +8,20 @@ GitHub Classroom's layout
 
 A folder may mix both. What is found is a list of :class:`Submission`; nothing is copied
 until :func:`copy_submission` puts one into nbgrader's ``submitted`` folder.
+
+:func:`answered` goes the other way, for samples, benchmarks and proofs: it makes a
+submission from a released notebook by filling its answer cells.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Submission", "find_submissions", "copy_submission", "UNREADABLE_SUFFIX"]
+__all__ = ["Submission", "find_submissions", "copy_submission", "UNREADABLE_SUFFIX", "grade_id", "answered"]
 
 UNREADABLE_SUFFIX = ".unreadable"
 """Suffix under which an unreadable notebook is kept, so nbgrader skips it but nothing is lost."""
@@ -40,6 +44,35 @@ class Submission:
     layout: str
     notebooks: dict[str, Path]
     notes: tuple[str, ...] = ()
+
+
+def grade_id(cell) -> str | None:
+    """The nbgrader ``grade_id`` of a notebook cell, or None for a cell nbgrader does not track."""
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+def answered(released, answers: dict[str, str]):
+    """A copy of the released notebook whose cells named in ``answers`` hold the given sources.
+
+    ``answers`` maps a ``grade_id`` to the source that a student would have written there;
+    trailing newlines are dropped, as the notebook editors do. The released notebook is
+    left as it was.
+
+    Examples
+    --------
+    >>> import nbformat
+    >>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+    ...     "raise NotImplementedError()", metadata={"nbgrader": {"grade_id": "f"}})])
+    >>> answered(nb, {"f": "def f():\\n    return 1\\n"}).cells[0].source
+    'def f():\\n    return 1'
+    >>> nb.cells[0].source
+    'raise NotImplementedError()'
+    """
+    nb = copy.deepcopy(released)
+    for cell in nb.cells:
+        if grade_id(cell) in answers:
+            cell.source = answers[grade_id(cell)].rstrip("\n")
+    return nb
 
 
 def find_submissions(folder: Path, assignment: str, notebook_names: list[str]) -> list[Submission]:

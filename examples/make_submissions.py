@@ -13,11 +13,12 @@ checksums. ``tests/test_grading_e2e.py`` grades every sample and asserts its exa
 from __future__ import annotations
 
 import argparse
-import copy
 import sys
 from pathlib import Path
 
 import nbformat
+
+from course_lib._submissions import answered, grade_id
 
 ROOT = Path(__file__).resolve().parents[1]
 RELEASED = ROOT / "assignments" / "example" / "example.ipynb"
@@ -165,9 +166,9 @@ def build() -> dict[str, str]:
              # cut short as if the upload broke off: not valid JSON
              "malformed_json/example/example.ipynb": text[: len(text) // 2]}
     for student, answers in SAMPLES.items():
-        files[f"{student}/example/example.ipynb"] = nbformat.writes(_answered(released, answers)) + "\n"
-    deleted = _answered(released, SAMPLES["correct_fast"])
-    deleted.cells = [c for c in deleted.cells if _grade_id(c) != "test_count_visible"]
+        files[f"{student}/example/example.ipynb"] = nbformat.writes(answered(released, answers)) + "\n"
+    deleted = answered(released, SAMPLES["correct_fast"])
+    deleted.cells = [c for c in deleted.cells if grade_id(c) != "test_count_visible"]
     files["deleted_grade_cell/example/example.ipynb"] = nbformat.writes(deleted) + "\n"
     return dict(sorted(files.items()))
 
@@ -191,18 +192,6 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if stale else 0
     print(f"wrote {len(stale)} sample(s) in {OUT.relative_to(ROOT)}")
     return 0
-
-
-def _grade_id(cell: nbformat.NotebookNode) -> str | None:
-    return cell.metadata.get("nbgrader", {}).get("grade_id")
-
-
-def _answered(released: nbformat.NotebookNode, answers: dict[str, str]) -> nbformat.NotebookNode:
-    nb = copy.deepcopy(released)
-    for cell in nb.cells:
-        if _grade_id(cell) in answers:
-            cell.source = answers[_grade_id(cell)].rstrip("\n")
-    return nb
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from course_lib import cli
+from course_lib._submissions import answered, grade_id
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -99,14 +100,14 @@ def test_assignment_grades_reference_untouched_slow_and_wrong_as_designed(week, 
 def _submissions(week: str) -> dict[str, nbformat.NotebookNode]:
     released = nbformat.read(ROOT / "assignments" / week / f"{week}.ipynb", as_version=4)
     solution = nbformat.read(ROOT / "solutions" / week / f"{week}.ipynb", as_version=4)
-    answers = {_grade_id(c): _strip_markers(c.source) for c in solution.cells
-               if c.metadata.get("nbgrader", {}).get("solution") and _grade_id(c)}
+    answers = {grade_id(c): _strip_markers(c.source) for c in solution.cells
+               if c.metadata.get("nbgrader", {}).get("solution") and grade_id(c)}
     variants = _load_variants(week)
     unknown = {k: set(v) - set(answers) for k, v in variants.items() if set(v) - set(answers)}
     assert not unknown, f"variants name cells that are not answer cells: {unknown}"
-    made = {"reference": _answered(released, answers), "untouched": copy.deepcopy(released)}
+    made = {"reference": answered(released, answers), "untouched": copy.deepcopy(released)}
     for kind in ("slow", "wrong"):
-        made[kind] = _answered(released, {**answers, **variants[kind]})
+        made[kind] = answered(released, {**answers, **variants[kind]})
     return made
 
 
@@ -119,18 +120,6 @@ def _load_variants(week: str) -> dict[str, dict[str, str]]:
 
 def _strip_markers(source: str) -> str:
     return _SOLUTION.sub(lambda m: m.group(1), source)
-
-
-def _answered(released: nbformat.NotebookNode, answers: dict[str, str]) -> nbformat.NotebookNode:
-    nb = copy.deepcopy(released)
-    for cell in nb.cells:
-        if _grade_id(cell) in answers:
-            cell.source = answers[_grade_id(cell)]
-    return nb
-
-
-def _grade_id(cell: nbformat.NotebookNode) -> str | None:
-    return cell.metadata.get("nbgrader", {}).get("grade_id")
 
 
 def _cell_scores(grading: Path, week: str) -> dict[str, dict[str, tuple[float, float]]]:
