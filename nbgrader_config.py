@@ -20,6 +20,12 @@ Environment variables (``course`` sets them from its options ``--grading-dir``, 
     (default: SQLite at ``<grading folder>/gradebook.db``).
 ``COURSE_CELL_TIMEOUT``
     seconds one cell may run while graded before it is interrupted and scores zero (default 60).
+``COURSE_NOTEBOOK_TIMEOUT``
+    seconds a whole notebook may run while graded; then its kernel is stopped, what ran is
+    graded and the rest scores zero (default 900).
+``COURSE_MEMORY_LIMIT``
+    bytes of resident memory a notebook's kernel (with the processes it starts) may use
+    while graded; past it the kernel is stopped, as above (default 4000000000, 4 GB).
 """
 
 import os
@@ -67,6 +73,11 @@ c.CourseDirectory.db_url = os.environ.get("COURSE_DB_URL") or "sqlite:///" + os.
 
 # A cell that runs longer than this is interrupted and scores zero; the next cells still run.
 c.Execute.timeout = int(os.environ.get("COURSE_CELL_TIMEOUT") or 60)
+
+# Limits on the whole kernel, watched from the grader's process: a runaway notebook is
+# stopped, scored for what it reached and flagged, and the batch goes on.
+c.CourseExecute.notebook_timeout = int(os.environ.get("COURSE_NOTEBOOK_TIMEOUT") or 900)
+c.CourseExecute.memory_limit = int(os.environ.get("COURSE_MEMORY_LIMIT") or 4_000_000_000)
 
 # A deleted grade cell is put back and scores zero (nbgrader's own add_missing_cells would put
 # it back and run it). RestoreMissingCells also records what it restored, for the report.

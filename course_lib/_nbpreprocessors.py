@@ -19,6 +19,8 @@ What they record goes to ``nb.metadata["measure_first"]`` (see :data:`METADATA_K
 from __future__ import annotations
 
 import re
+import threading
+import time
 from typing import Any
 
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -27,7 +29,7 @@ from nbformat.notebooknode import NotebookNode
 from nbformat.v4 import new_output
 from nbgrader import utils as nbutils
 from nbgrader.preprocessors import ClearHiddenTests, Execute, OverwriteCells
-from traitlets import Enum, Unicode
+from traitlets import Enum, Float, Integer, Unicode
 
 __all__ = [
     "METADATA_KEY",
@@ -66,6 +68,12 @@ class CourseExecute(Execute):
     that swallows ``KeyboardInterrupt``), nbclient would raise and nbgrader drop the submission;
     here the kernel is shut down and the remaining cells are marked as not run (instead of each
     waiting for its own timeout behind the runaway cell).
+
+    Two limits apply to the whole kernel, watched from the grader's process (student code
+    cannot lift them): ``memory_limit``, the resident memory of the kernel and every process
+    it started, and ``notebook_timeout``, the seconds the whole notebook may run. A kernel
+    past either is killed; the cells that ran are graded, the rest score zero, and the
+    reason is recorded (``kernel_stopped.kind`` is ``memory-limit`` or ``notebook-timeout``).
     """
 
     # Every output is collected by the time the kernel is shut down; waiting for a graceful
@@ -84,15 +92,60 @@ class CourseExecute(Execute):
         with open(self.kernel_log, "a", encoding="utf-8") as log:
             return await super().async_start_new_kernel(stdout=log, stderr=log, **kwargs)
 
+    memory_limit = Integer(
+        0, help="Bytes of resident memory the kernel and its child processes may use (0: no limit)."
+    ).tag(config=True)
+
+    notebook_timeout = Integer(0, help="Seconds the whole notebook may run (0: no limit).").tag(config=True)
+
+    watch_interval = Float(0.2, help="Seconds between two looks at the kernel's memory and time.").tag(config=True)
+
     # nbclient binds the sync wrapper to its own coroutine, so it must be rebound here.
     start_new_kernel = run_sync(async_start_new_kernel)
 
     def preprocess(self, nb: NotebookNode, resources: Any = None, km: Any = None) -> tuple[NotebookNode, Any]:
         self._stopped: dict[str, Any] | None = None
-        nb, resources = super().preprocess(nb, resources, km)
+        self._limit_hit: tuple[str, str] | None = None
+        self._started = time.monotonic()
+        self._done = threading.Event()
+        watcher = threading.Thread(target=self._watch, name="kernel-limits", daemon=True)
+        watcher.start()
+        try:
+            nb, resources = super().preprocess(nb, resources, km)
+        finally:
+            self._done.set()
+            watcher.join()
         if self._stopped is not None:
             nb.metadata.setdefault(METADATA_KEY, {})["kernel_stopped"] = self._stopped
         return nb, resources
+
+    def _watch(self) -> None:
+        """Kill the kernel's process tree once it is past the memory or the notebook time limit."""
+        import psutil
+
+        while not self._done.wait(self.watch_interval):
+            pid = getattr(getattr(getattr(self, "km", None), "provisioner", None), "pid", None)
+            if pid is None or self._limit_hit is not None:
+                continue
+            try:
+                kernel = psutil.Process(pid)
+                tree = [kernel, *kernel.children(recursive=True)]
+                resident = sum(_rss(p) for p in tree)
+            except psutil.Error:
+                continue
+            if self.memory_limit and resident > self.memory_limit:
+                self._limit_hit = ("memory-limit", f"the kernel used {_fmt_mb(resident)} of memory, above "
+                                                   f"the limit of {_fmt_mb(self.memory_limit)}")
+            elif self.notebook_timeout and time.monotonic() - self._started > self.notebook_timeout:
+                self._limit_hit = ("notebook-timeout", f"the notebook ran past its time limit of "
+                                                       f"{self.notebook_timeout} s")
+            else:
+                continue
+            for process in reversed(tree):
+                try:
+                    process.kill()
+                except psutil.Error:
+                    pass
 
     def preprocess_cell(self, cell: NotebookNode, resources: Any, index: int) -> tuple[NotebookNode, Any]:
         if cell.cell_type != "code":
@@ -101,9 +154,23 @@ class CourseExecute(Execute):
             cell.outputs = [_error_output(NOT_RUN, f"not run: {self._stopped['reason']} in an earlier cell")]
             cell.execution_count = None
             return cell, resources
+        if self.notebook_timeout and time.monotonic() - self._started > self.notebook_timeout:
+            self._limit_hit = self._limit_hit or ("notebook-timeout", f"the notebook ran past its time "
+                                                                      f"limit of {self.notebook_timeout} s")
+            self._stop(cell, index, self._limit_hit[1], self._limit_hit[0])
+            cell.outputs = [_error_output(NOT_RUN, f"not run: {self._limit_hit[1]}")]
+            cell.execution_count = None
+            run_sync(self._async_shutdown_unresponsive)()
+            return cell, resources
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
+            if self._limit_hit is not None:
+                kind, reason = self._limit_hit
+                self._stop(cell, index, reason, kind)
+                cell.outputs.append(_error_output(KERNEL_DIED, f"stopped by the grader: {reason}; later cells "
+                                                               "were not run and score zero"))
+                return cell, self.resources
             self._stop(cell, index, "the kernel died")
             cell.outputs.append(_error_output(
                 KERNEL_DIED,
@@ -117,14 +184,14 @@ class CourseExecute(Execute):
             if not _has_error(cell, CELL_TIMEOUT):
                 cell.outputs.append(_error_output(CELL_TIMEOUT, "the cell ran past the time limit and "
                                                   "ignored the interrupt"))
-            self._stop(cell, index, "the kernel stopped answering")
+            self._stop(cell, index, "the kernel stopped answering", "kernel-unresponsive")
             run_sync(self._async_shutdown_unresponsive)()
             return cell, self.resources
         return cell, resources
 
-    def _stop(self, cell: NotebookNode, index: int, reason: str) -> None:
+    def _stop(self, cell: NotebookNode, index: int, reason: str, kind: str = "kernel-died") -> None:
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        self._stopped = {"reason": reason, "cell_index": index, "grade_id": grade_id}
+        self._stopped = {"reason": reason, "kind": kind, "cell_index": index, "grade_id": grade_id}
         self.log.warning("%s in cell %s; the remaining cells are marked as not run", reason, grade_id or index)
 
     async def _async_shutdown_unresponsive(self) -> None:
@@ -216,6 +283,17 @@ class HideHiddenTests(ClearHiddenTests):
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _HIDDEN_FRAME = "(a line of the hidden tests: not shown)"
+
+
+def _rss(process: Any) -> int:
+    try:
+        return process.memory_info().rss
+    except Exception:  # the process ended between listing and reading: it uses nothing
+        return 0
+
+
+def _fmt_mb(n: int) -> str:
+    return f"{n / 1e6:,.0f} MB"
 
 
 def _error_output(ename: str, evalue: str) -> NotebookNode:

@@ -78,7 +78,8 @@ def _grade(args: argparse.Namespace) -> int:
     from course_lib import nbgrading
 
     course = nbgrading.Course.locate(root=args.root, grading_dir=args.grading_dir, db_url=args.db,
-                                     timeout=args.timeout)
+                                     timeout=args.timeout, notebook_timeout=args.notebook_timeout,
+                                     memory_limit=args.memory_limit)
     if args.assignment:
         course.notebooks(args.assignment)  # unknown assignment: one-line error before any work
     results = nbgrading.grade(course, args.submissions, [args.assignment] if args.assignment else None,
@@ -139,6 +140,10 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--db", metavar="URL", help="gradebook URL, e.g. postgresql://user@host/course "
                                                    "(default: SQLite in the grading folder)")
     grade.add_argument("--timeout", type=_seconds, metavar="S", help="seconds a cell may run (default 60)")
+    grade.add_argument("--notebook-timeout", type=_seconds, metavar="S",
+                       help="seconds a whole notebook may run (default 900)")
+    grade.add_argument("--memory-limit", type=_bytes, metavar="SIZE",
+                       help="memory a notebook's kernel may use, e.g. 2GB (default 4GB)")
     grade.add_argument("--grading-dir", type=Path, metavar="DIR",
                        help="where submitted/, autograded/, feedback/ and the gradebook go (default grading/)")
     grade.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -176,6 +181,18 @@ def _seconds(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number of seconds such as 60, got {text!r}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"a timeout must be positive, got {value}")
+    return value
+
+
+def _bytes(text: str) -> int:
+    from course_lib.grading import _parse_bytes
+
+    try:
+        value = _parse_bytes(int(text) if text.strip().isdigit() else text)
+    except (ValueError, TypeError):
+        raise argparse.ArgumentTypeError(f"expected a size such as 2GB or 500MB, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"a memory limit must be positive, got {text!r}")
     return value
 
 

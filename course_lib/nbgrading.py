@@ -86,6 +86,7 @@ from course_lib._nbpreprocessors import (
     RestoreMissingCells,
 )
 from course_lib._submissions import Submission, copy_submission, find_submissions
+from course_lib.verification import is_performance_cell, verify_notebook
 
 __all__ = [
     "CONFIG_FILE",
@@ -122,17 +123,21 @@ class Course:
 
     Use :meth:`locate`; it fills what is not given from the environment variables that
     ``nbgrader_config.py`` documents (``COURSE_GRADING_DIR``, ``COURSE_DB_URL``,
-    ``COURSE_CELL_TIMEOUT``; ``COURSE_ROOT`` for the root) and then from the defaults.
+    ``COURSE_CELL_TIMEOUT``, ``COURSE_NOTEBOOK_TIMEOUT``, ``COURSE_MEMORY_LIMIT``; ``COURSE_ROOT``
+    for the root) and then from the defaults.
     """
 
     root: Path
     grading_dir: Path
     db_url: str
     timeout: int
+    notebook_timeout: int = 900
+    memory_limit: int = 4_000_000_000
 
     @classmethod
     def locate(cls, root: str | Path | None = None, grading_dir: str | Path | None = None,
-               db_url: str | None = None, timeout: int | None = None) -> Course:
+               db_url: str | None = None, timeout: int | None = None, notebook_timeout: int | None = None,
+               memory_limit: int | None = None) -> Course:
         """The course whose ``nbgrader_config.py`` is in ``root`` (default: found upwards from here).
 
         Raises
@@ -147,12 +152,20 @@ class Course:
         seconds = int(timeout if timeout is not None else os.environ.get("COURSE_CELL_TIMEOUT") or 60)
         if seconds <= 0:
             raise CourseError(f"the cell timeout must be a positive number of seconds, got {seconds}")
-        return cls(root_path, grading, url, seconds)
+        whole = int(notebook_timeout if notebook_timeout is not None
+                    else os.environ.get("COURSE_NOTEBOOK_TIMEOUT") or 900)
+        memory = int(memory_limit if memory_limit is not None
+                     else os.environ.get("COURSE_MEMORY_LIMIT") or 4_000_000_000)
+        if whole <= 0 or memory <= 0:
+            raise CourseError(f"the notebook time limit and the memory limit must be positive, got "
+                              f"{whole} s and {memory} bytes")
+        return cls(root_path, grading, url, seconds, whole, memory)
 
     def config(self) -> Config:
         """nbgrader's configuration: ``nbgrader_config.py`` read with this course's settings."""
         with _environment(COURSE_GRADING_DIR=str(self.grading_dir), COURSE_DB_URL=self.db_url,
-                          COURSE_CELL_TIMEOUT=str(self.timeout)):
+                          COURSE_CELL_TIMEOUT=str(self.timeout), COURSE_NOTEBOOK_TIMEOUT=str(self.notebook_timeout),
+                          COURSE_MEMORY_LIMIT=str(self.memory_limit)):
             return PyFileConfigLoader(CONFIG_FILE, path=str(self.root)).load_config()
 
     def assignments(self) -> list[str]:
@@ -370,6 +383,7 @@ def grade_submission(course: Course, submission: Submission) -> SubmissionResult
         _append_log(log_file, "autograde", outcome)
         if outcome["success"]:
             flags += _autograded_flags(course, student, assignment)
+            flags += _verify(course, student, assignment, log_file)
             outcome = _run(course, GenerateFeedback, course.config(), assignment, student, force=True)
             _append_log(log_file, "generate_feedback", outcome)
             if not outcome["success"]:
@@ -600,7 +614,8 @@ def _autograded_flags(course: Course, student: str, assignment: str) -> list[Fla
                               "read-only cells edited by the student were restored from the gradebook"))
         stopped = record.get("kernel_stopped")
         if stopped:
-            kind = "kernel-died" if stopped["reason"] == "the kernel died" else "kernel-unresponsive"
+            kind = stopped.get("kind") or ("kernel-died" if stopped["reason"] == "the kernel died"
+                                           else "kernel-unresponsive")
             cell = stopped.get("grade_id") or f"cell {stopped['cell_index']}"
             flags.append(Flag(kind, (cell,), f"{stopped['reason']}; later cells were not run and score zero"))
         flags += _error_flags(nb)
@@ -610,6 +625,69 @@ def _autograded_flags(course: Course, student: str, assignment: str) -> list[Fla
                               "the student's code reads NBGRADER_EXECUTION and may behave differently "
                               "while graded; it was graded on what it did while graded"))
     return flags
+
+
+def _verify(course: Course, student: str, assignment: str, log_file: Path) -> list[Flag]:
+    """Grade the test cells again outside the student's kernel and store that verdict.
+
+    For speed, memory and scaling cells the out-of-kernel score replaces the in-kernel one;
+    for the other tests it is stored only when it is lower (a rebound ``assert_same`` passes
+    in the kernel, never outside it; a mutated input is only visible inside). One gradebook
+    transaction per notebook. A stored verdict that differs by a quarter of the cell's points
+    or more, and a performance cell that could not be measured, are flagged with both
+    figures. The verdicts are appended to the cells' output in the autograded notebook, so
+    the feedback shows them.
+    """
+    flags: list[Flag] = []
+    for path in sorted(course.step("autograded", student, assignment).glob("*.ipynb")):
+        source = course.root / "solutions" / assignment / path.name
+        if not source.is_file():
+            continue
+        try:
+            verdicts = verify_notebook(source, path, timeout=course.timeout, log=log_file)
+        except Exception as err:  # the grader's own failure must not cost the student the grade
+            flags.append(Flag("unverified", (), f"{path.name}: the verification failed: {type(err).__name__}: {err}"))
+            continue
+        if not verdicts:
+            continue
+        with _environment(**_nbgrader_env()), _quiet_warnings(), Gradebook(course.db_url) as gb:
+            for verdict in verdicts:
+                try:
+                    grade_ = gb.find_grade(verdict.grade_id, path.stem, assignment, student)
+                except MissingEntry:
+                    continue
+                in_kernel = float(grade_.auto_score or 0.0)
+                performance = is_performance_cell(verdict.grade_id)
+                if not verdict.conclusive:
+                    if performance:
+                        flags.append(Flag("unverified", (verdict.grade_id,), f"in-kernel score {in_kernel:g}/"
+                                                                           f"{verdict.max_score:g} kept: {verdict.detail}"))
+                    continue
+                if not performance and verdict.score >= in_kernel:
+                    continue  # a correctness test only ever loses points to the check outside the kernel
+                grade_.auto_score = verdict.score
+                grade_.needs_manual_grade = False
+                if abs(in_kernel - verdict.score) >= max(0.25 * verdict.max_score, 0.01):
+                    flags.append(Flag("verdict-differs", (verdict.grade_id,),
+                                      f"in the student's kernel {in_kernel:g}/{verdict.max_score:g}, outside it "
+                                      f"{verdict.score:g}/{verdict.max_score:g} (stored): {verdict.detail}"))
+            gb.db.commit()
+        _annotate(path, verdicts)
+    return flags
+
+
+def _annotate(path: Path, verdicts: list) -> None:
+    nb = nbformat.read(path, as_version=4)
+    by_id = {v.grade_id: v for v in verdicts}
+    for cell in nb.cells:
+        verdict = by_id.get(cell.metadata.get("nbgrader", {}).get("grade_id"))
+        if verdict is None or cell.cell_type != "code" or not is_performance_cell(verdict.grade_id):
+            continue
+        kept = "" if verdict.conclusive else " (not used: the score above stands)"
+        text = (f"\nChecked again by the grader outside your kernel: {verdict.score:g} / "
+                f"{verdict.max_score:g}{kept}. {verdict.detail}\n")
+        cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=text))
+    nbformat.write(nb, path)
 
 
 def _error_flags(nb: nbformat.NotebookNode) -> list[Flag]:

@@ -1,0 +1,206 @@
+"""The process that holds a student's answer code during the out-of-kernel verification.
+
+Started by :mod:`course_lib.verification` (``python -c "...; main([RFD, WFD])"``, so that this
+module is imported under its own name and :class:`Ref` resolves in it).
+It runs the notebook's non-test cells (the provided code and the student's answers) in an
+IPython shell without a kernel, then answers requests on the pipe ``RFD`` / ``WFD``:
+describe names, fetch values, call a function, measure a call's traced memory peak.
+
+Nothing in this process is trusted by the grader: the clocks that time the calls are in the
+verifying process, every result travels back as a pickle that the verifier reads with
+:func:`course_lib._safe_pickle.loads`, and the student's printing goes to a log file, not to
+the pipe. This module only has to be correct for honest code.
+
+A timed call is three requests: ``stage`` sends the pickled inputs (unpickled here before
+the clock starts), ``run`` calls the function and writes the pickled result to a file
+*before* answering, and the verifier stops this process (``SIGSTOP``) as soon as the answer
+arrives and reads the file itself: work left running in the background after the answer
+cannot change the result, and the time to move large inputs through the pipe is not billed.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import pickle
+import signal
+import struct
+import sys
+import traceback
+import types
+from typing import Any
+
+__all__ = ["LAUNCH", "Ref", "read_frame", "write_frame", "main"]
+
+_HEADER = struct.Struct("!Q")
+
+
+class Ref:
+    """A name in the worker's namespace, as an argument: ``f(x, price=Ref("price_fast"))``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return (_resolve, (self.name,))
+
+
+def _resolve(name: str) -> Any:
+    return _NAMESPACE[name]
+
+
+_NAMESPACE: dict[str, Any] = {}
+
+
+def read_frame(fd: int) -> bytes:
+    """One length-prefixed message from ``fd``; raises ``EOFError`` when the pipe closed."""
+    size = _HEADER.unpack(_read_exactly(fd, _HEADER.size))[0]
+    return _read_exactly(fd, size)
+
+
+def write_frame(fd: int, data: bytes) -> None:
+    """Write ``data`` to ``fd`` as one length-prefixed message."""
+    view = memoryview(_HEADER.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    chunks, left = [], size
+    while left:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            raise EOFError("the other side closed the pipe")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+class _CellTimeout(BaseException):
+    """Raised in a cell that runs past its time limit (a BaseException: ``except Exception`` misses it)."""
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    raise _CellTimeout("the cell ran past the time limit")
+
+
+def _load(shell: Any, cells: list[str], timeout: int) -> list[str | None]:
+    """Run each cell as Jupyter would; return one error description (or None) per cell."""
+    errors: list[str | None] = []
+    signal.signal(signal.SIGALRM, _on_alarm)
+    for source in cells:
+        signal.alarm(timeout)
+        try:
+            result = shell.run_cell(source, store_history=False)
+            error = result.error_before_exec or result.error_in_exec
+            errors.append(None if error is None else f"{type(error).__name__}: {error}")
+        except _CellTimeout:
+            errors.append(f"the cell ran past the time limit of {timeout} s")
+        finally:
+            signal.alarm(0)
+    return errors
+
+
+def _describe(names: list[str]) -> dict[str, str]:
+    """``function`` (called through a proxy), ``value`` (copied out), ``object`` or ``missing``."""
+    kinds = {}
+    for name in names:
+        if name not in _NAMESPACE:
+            kinds[name] = "missing"
+            continue
+        obj = _NAMESPACE[name]
+        function = isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+                                    functools.partial)) or type(obj).__module__.startswith("numba")
+        kinds[name] = "function" if function else "object" if callable(obj) else "value"
+    return kinds
+
+
+def _peak(fn: Any, args: tuple, kwargs: dict, start: Any, stop: Any, get: Any) -> int:
+    start()
+    try:
+        before = get()[0]
+        fn(*args, **kwargs)
+        return max(0, get()[1] - before)
+    finally:
+        stop()
+
+
+def _serve(rfd: int, wfd: int, shell: Any) -> None:
+    import tracemalloc
+
+    # Captured before any student code runs; a student who stops tracing inside the call
+    # lowers this figure, which is why the verifier also reads the process's peak RSS.
+    tm = (tracemalloc.start, tracemalloc.stop, tracemalloc.get_traced_memory)
+    staged: Any = None
+    outcome: Any = None
+    while True:
+        try:
+            request = pickle.loads(read_frame(rfd))
+        except EOFError:
+            return
+        op = request[0]
+        try:
+            if op == "load":
+                reply: tuple = ("ok", _load(shell, request[1], request[2]))
+            elif op == "describe":
+                reply = ("ok", _describe(request[1]))
+            elif op == "value":
+                reply = ("ok", _NAMESPACE[request[1]])
+            elif op == "call":
+                _, name, args, kwargs = request
+                reply = ("ok", _NAMESPACE[name](*args, **kwargs))
+            elif op == "stage":  # inputs for the next timed call, unpickled before the clock starts
+                staged = outcome = None  # the last call's inputs and result are freed here, untimed
+                staged = pickle.loads(request[1])
+                reply = ("ok", None)
+            elif op == "run":  # the timed call: its result is in the file before "done" is sent
+                _, name, path = request
+                try:
+                    outcome = ("ok", _NAMESPACE[name](*staged))
+                except Exception as exc:
+                    outcome = ("error", type(exc).__name__, str(exc)[:2000])
+                with open(path, "wb") as fh:
+                    _dump(outcome, fh)
+                reply = ("ok", None)
+            elif op == "peak":
+                _, name, args, kwargs = request
+                reply = ("ok", _peak(_NAMESPACE[name], args, kwargs, *tm))
+            else:
+                reply = ("error", "ValueError", f"unknown request {op!r}")
+        except Exception as exc:
+            reply = ("error", type(exc).__name__, str(exc)[:2000])
+        try:
+            data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            data = pickle.dumps(("error", "PicklingError",
+                                 f"the result cannot be sent back to the grader: {type(exc).__name__}: {exc}"))
+        write_frame(wfd, data)
+
+
+def _dump(outcome: tuple, fh: Any) -> None:
+    try:
+        pickle.dump(outcome, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:
+        fh.seek(0)
+        fh.truncate()
+        pickle.dump(("error", "PicklingError", f"the result cannot be sent back to the grader: "
+                                               f"{type(exc).__name__}: {exc}"), fh)
+
+
+def main(argv: list[str]) -> int:
+    rfd, wfd = int(argv[0]), int(argv[1])
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance(user_ns=_NAMESPACE)
+    shell.display_formatter.active_types = ["text/plain"]  # nothing is shown: save the work
+    try:
+        _serve(rfd, wfd, shell)
+    except BaseException:  # a student's os._exit never gets here; anything else is logged
+        traceback.print_exc()
+        return 1
+    return 0
+
+
+LAUNCH = "import sys; from course_lib._student_worker import main; sys.exit(main(sys.argv[1:]))"
+"""The ``python -c`` program that starts a worker; its arguments are the two pipe fds."""

@@ -1,0 +1,684 @@
+"""Speed and memory verdicts measured outside the student's kernel.
+
+nbgrader runs the tests in the student's own kernel, where the student's code can reach
+everything the tests use. After autograding, ``course grade`` therefore grades every speed,
+memory and scaling cell (grade ids ending ``_speed``, ``_memory``, ``_scaling``) once more,
+out of the student's reach:
+
+- a fresh *student worker* process (:mod:`course_lib._student_worker`) runs only the
+  notebook's non-test cells: the provided code, as released, and the student's answers;
+- a *verifier* process, started by the grader and running no student code, executes the
+  instructor's own cells (the setup, and the test cells the graded cells need) from
+  ``solutions/``; the student's answers appear in it as proxies that call into the worker;
+- ``assert_speedup`` and ``speedup_points`` become paired measurements: for every pair the
+  verifier draws a fresh input, times the grader's reference on a pristine copy itself
+  while the student worker is stopped (``SIGSTOP``, so it cannot load the machine), then
+  times the round trip that sends the input to the worker, runs the student's function and
+  brings the result back. The time the verifier itself needs to (de)serialise the same
+  input and the expected result is subtracted, so the transport costs the student nothing,
+  and every result of every timed call is checked against the reference's result on the
+  same input, with the verifier's own :func:`course_lib.grading.assert_same`;
+- ``assert_peak_memory_below`` runs the call under tracemalloc in the worker *and* reads the
+  worker's peak resident memory from ``/proc`` (reset through ``clear_refs`` first), so
+  stopping tracemalloc inside the call does not hide an allocation;
+- ``assert_scaling`` times the calls by the worker's CPU time read from ``/proc``.
+
+Results come back as pickles read with :func:`course_lib._safe_pickle.loads`, which only
+rebuilds plain data: an object with a lying ``__eq__`` cannot even be received.
+
+:func:`verify_notebook` returns one :class:`CellVerdict` per graded cell; a verdict is
+``conclusive`` unless the grader itself could not measure (an unreliable configuration, a
+grader error), in which case the in-kernel score stands and the cell is flagged.
+
+Examples
+--------
+>>> is_performance_cell("test_price_speed"), is_performance_cell("test_price_hidden")
+(True, False)
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import copy
+import json
+import math
+import os
+import pickle
+import re
+import select
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from course_lib import _safe_pickle
+from course_lib._student_worker import LAUNCH, read_frame, write_frame
+
+__all__ = ["CellVerdict", "is_performance_cell", "verify_notebook", "PERFORMANCE_SUFFIXES"]
+
+PERFORMANCE_SUFFIXES = ("_speed", "_memory", "_scaling")
+"""Grade ids ending in one of these are verified outside the student's kernel."""
+
+_JUDGE = "import sys; from course_lib.verification import _judge_main; sys.exit(_judge_main())"
+_MIN_PAIRS = 9        # timed pairs per speed cell: the median of 9 has a 96% interval
+_MAX_PAIRS = 41
+_PAIR_BUDGET = 2.0    # at least this many seconds of timed pairs (the reference dominates)
+
+
+@dataclass(frozen=True)
+class CellVerdict:
+    """The out-of-kernel grade of one cell.
+
+    ``conclusive`` is False when the grader could not measure (the in-kernel score then
+    stands); ``detail`` says what was measured or what went wrong.
+    """
+
+    grade_id: str
+    score: float
+    max_score: float
+    detail: str
+    conclusive: bool = True
+
+
+def is_performance_cell(grade_id: str | None) -> bool:
+    """Whether a grade cell's verdict is verified outside the kernel (by its grade id)."""
+    return bool(grade_id) and grade_id.endswith(PERFORMANCE_SUFFIXES)
+
+
+def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 60,
+                    log: str | Path | None = None) -> list[CellVerdict]:
+    """Grade the performance cells of ``autograded`` again, outside the student's kernel.
+
+    Parameters
+    ----------
+    source : path
+        The instructor's notebook in ``solutions/`` (setup, answers and hidden tests).
+    autograded : path
+        nbgrader's autograded copy of the submission; its non-test cells are the code the
+        student worker runs, in its folder (so relative data files resolve as when graded).
+    timeout : int
+        Seconds allowed per cell and per call of the student's code.
+    log : path, optional
+        File receiving the worker's and the verifier's output (default: discarded).
+
+    Returns
+    -------
+    list of CellVerdict
+        One per performance cell of the source notebook, in notebook order; empty if it
+        has none.
+    """
+    source_nb = nbformat.read(str(source), as_version=4)
+    student_nb = nbformat.read(str(autograded), as_version=4)
+    tests = [_grade_id(c) for c in source_nb.cells if c.cell_type == "code" and _is_test(c)]
+    if not any(is_performance_cell(g) for g in tests):
+        return []
+    job = {
+        "judge_cells": [{"source": c.source, "grade_id": _grade_id(c), "points": _points(c), "graded": _is_test(c)}
+                        for c in source_nb.cells if c.cell_type == "code" and _locked(c) and not _solution(c)],
+        "answer_names": sorted(_answer_names(source_nb)),
+        "student_cells": [c.source for c in student_nb.cells if c.cell_type == "code" and not _is_test(c)],
+        "cwd": str(Path(autograded).resolve().parent),
+        "timeout": int(timeout),
+        "log": str(log) if log else os.devnull,
+    }
+    points = {c["grade_id"]: c["points"] for c in job["judge_cells"]}
+    limit = timeout * (len(job["student_cells"]) + len(tests) + 2) + 60
+    with open(job["log"], "a", encoding="utf-8") as log_file:
+        try:
+            done = subprocess.run([sys.executable, "-c", _JUDGE], input=json.dumps(job), capture_output=False,
+                                  stdout=subprocess.PIPE, stderr=log_file, text=True, timeout=limit,
+                                  start_new_session=True)
+            found = json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else None
+            why = f"the verifier exited with status {done.returncode}"
+        except subprocess.TimeoutExpired:
+            found, why = None, f"the verification ran past its limit of {limit} s"
+        except (json.JSONDecodeError, IndexError):
+            found, why = None, "the verifier's report could not be read"
+    if found is None:
+        return [CellVerdict(g, 0.0, points.get(g, 0.0), why, conclusive=False) for g in tests]
+    return [CellVerdict(**v) for v in found]
+
+
+# --- the verifier process ------------------------------------------------------------------
+
+class StudentCodeError(Exception):
+    """The student's code failed while being verified (raised, crashed, ran too long, sent junk)."""
+
+
+class _Untransportable(StudentCodeError):
+    """A result that is not plain data: wrong for a speed test, unverifiable for other tests."""
+
+
+class _Inconclusive(Exception):
+    """The grader could not measure; the in-kernel verdict stands."""
+
+
+class _Worker:
+    """The connection to the student worker process."""
+
+    def __init__(self, cwd: str, log: str, timeout: int) -> None:
+        to_worker_r, self._w = os.pipe()
+        self._r, from_worker_w = os.pipe()
+        env = dict(os.environ, MPLBACKEND="Agg", PYDEVD_DISABLE_FILE_VALIDATION="1", NBGRADER_EXECUTION="autograde")
+        self._log = open(log, "a", encoding="utf-8")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", LAUNCH, str(to_worker_r), str(from_worker_w)],
+            pass_fds=(to_worker_r, from_worker_w), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+            stdout=self._log, stderr=self._log, start_new_session=True)
+        os.close(to_worker_r)
+        os.close(from_worker_w)
+        self.timeout = timeout
+        self.dead: str | None = None
+        shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+        self._results = tempfile.mkdtemp(prefix="course-verify-", dir=shm)
+        self.result_path = os.path.join(self._results, "result.pickle")
+
+    def send(self, message: bytes, seconds: float | None = None) -> bytes:
+        """One request and its raw reply; the worker is killed if it takes too long."""
+        if self.dead:
+            raise StudentCodeError(self.dead)
+        try:
+            write_frame(self._w, message)
+            ready, _, _ = select.select([self._r], [], [], seconds or self.timeout)
+            if not ready:
+                self.kill(f"your code ran past the time limit of {seconds or self.timeout:g} s")
+                raise StudentCodeError(self.dead)
+            return read_frame(self._r)
+        except (EOFError, BrokenPipeError, OSError):
+            self.kill("your code ended the worker process (for example os._exit or a crash)")
+            raise StudentCodeError(self.dead) from None
+
+    def request(self, *message: Any, seconds: float | None = None) -> Any:
+        try:
+            data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # e.g. a test passes one of its own functions to the student's
+            raise _Inconclusive(f"the test's arguments cannot be sent to your code ({type(exc).__name__}: "
+                                f"{exc})") from None
+        return _reply(self.send(data, seconds))
+
+    def pause(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGCONT)
+
+    def kill(self, why: str) -> None:
+        self.dead = self.dead or why
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(5)
+
+    def close(self) -> None:
+        for fd in (self._w, self._r):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.kill("closed")
+        self._log.close()
+        shutil.rmtree(self._results, ignore_errors=True)
+
+
+def _reply(data: bytes) -> Any:
+    try:
+        reply = _safe_pickle.loads(data)
+    except _safe_pickle.UnsafePickle as exc:
+        raise _Untransportable(f"your function returned something that is not plain data ({exc})") from None
+    except Exception as exc:
+        raise _Untransportable(f"your function's result could not be read ({type(exc).__name__}: {exc})") from None
+    if not isinstance(reply, tuple) or not reply or reply[0] not in ("ok", "error"):
+        raise StudentCodeError("the worker sent a malformed reply")
+    if reply[0] == "error":
+        raise StudentCodeError(f"your code raised {reply[1]}: {reply[2]}")
+    return reply[1]
+
+
+class _Remote:
+    """A student's function in the verifier: calling it runs it in the student worker."""
+
+    def __init__(self, worker: _Worker, name: str) -> None:
+        self.worker, self.name = worker, name
+        self.__name__ = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.worker.request("call", self.name, args, kwargs)
+
+    def __getattr__(self, attribute: str) -> Any:
+        raise _Inconclusive(f"{self.name}.{attribute} cannot be checked outside your kernel")
+
+    def __reduce__(self) -> Any:
+        from course_lib._student_worker import Ref
+
+        return Ref(self.name).__reduce__()
+
+    def __repr__(self) -> str:
+        return f"<the student's {self.name} (in the student worker)>"
+
+
+@dataclass
+class _Measured:
+    ratio: float
+    low: float
+    high: float
+    pairs: int
+    baseline_seconds: float
+    candidate_seconds: float
+
+    def describe(self) -> str:
+        return (f"measured outside your kernel: {self.ratio:.3g}x, 95% interval {self.low:.3g}x to "
+                f"{self.high:.3g}x over {self.pairs} paired calls; reference "
+                f"{_fmt_seconds(self.baseline_seconds)} per call, yours {_fmt_seconds(self.candidate_seconds)}")
+
+
+_MEASUREMENTS: list[str] = []  # what the remote helpers measured in the current cell
+
+
+def _staged_call(fn: _Remote, args: tuple) -> tuple[float, float, Any]:
+    """(wall seconds, worker CPU seconds, result) of one timed call in the student worker.
+
+    The inputs are staged (sent and unpickled) before the clock starts; the CPU the worker
+    spends staging beyond what unpickling the same bytes costs here is billed to the call,
+    so work smuggled into the staging step is counted. The call's result is written to a file
+    before the worker answers; the worker is stopped the moment the answer arrives and the
+    file is read here. The time this process needs to pickle and write the same result is
+    subtracted: moving data costs the student nothing.
+    """
+    worker = fn.worker
+    pid = worker.proc.pid
+    try:
+        payload = pickle.dumps(args, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:
+        raise _Inconclusive(f"the inputs cannot be sent to your code ({type(exc).__name__}: {exc})") from None
+    before, own = _cpu_seconds(pid), time.thread_time()
+    worker.request("stage", payload)
+    own = time.thread_time() - own  # writing into the pipe costs about what reading from it does
+    staging = _cpu_seconds(pid) - before
+    t0 = time.thread_time()
+    pickle.loads(payload)
+    own += time.thread_time() - t0
+    smuggled = max(0.0, staging - 1.5 * own - 0.002)
+    message = pickle.dumps(("run", fn.name, worker.result_path), protocol=pickle.HIGHEST_PROTOCOL)
+    before = _cpu_seconds(pid)
+    t0 = time.perf_counter()
+    raw = worker.send(message)
+    wall = time.perf_counter() - t0
+    worker.pause()  # background work cannot touch the result from here on
+    try:
+        cpu = _cpu_seconds(pid) - before
+        _reply(raw)
+        path = Path(worker.result_path)
+        try:
+            data = path.read_bytes()
+            path.unlink()
+        except OSError:
+            raise StudentCodeError("your code removed or damaged the file that carries its result") from None
+    finally:
+        worker.resume()
+    result = _reply(data)
+    transport = _write_seconds(data, worker.result_path + ".own")
+    return (max(wall - transport, 1e-7) + smuggled, max(cpu - transport, 1e-7) + smuggled, result)
+
+
+def _write_seconds(data: bytes, path: str) -> float:
+    """What pickling and writing ``data`` (an already pickled result) costs this process."""
+    obj = pickle.loads(data) if len(data) < 2**31 else None
+    t0 = time.perf_counter()
+    with open(path, "wb") as fh:
+        pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    spent = time.perf_counter() - t0
+    os.unlink(path)
+    return spent
+
+
+def _remote_speedup(candidate: _Remote, baseline: Callable, make_args: Callable, settings: Any,
+                    fastest: float, boundaries: tuple[float, ...]) -> _Measured:
+    from course_lib import grading
+
+    ratios: list[float] = []
+    base_t: list[float] = []
+    cand_t: list[float] = []
+    spent, target, pair = 0.0, max(_PAIR_BUDGET, 4 * settings.budget), 0
+    while True:
+        pair += 1
+        args = grading._fresh_args(make_args)
+        pristine = copy.deepcopy(args)
+        candidate.worker.pause()
+        try:
+            t0 = time.perf_counter()
+            expected = baseline(*pristine)
+            t_b = time.perf_counter() - t0
+        finally:
+            candidate.worker.resume()
+        t_c, _, result = _staged_call(candidate, args)
+        problem = settings.comparator(result, expected)
+        if problem is not None:
+            raise grading.GradingError(
+                f"Wrong result in timed call {pair}, measured outside your kernel (every timed "
+                f"result is checked): {problem}")
+        if pair == 1:
+            continue  # the first call pays one-off costs (imports, Numba compiling)
+        if pair == 2:
+            grading._refuse_microseconds(grading._Estimate(t_b, t_c, ()), fastest, settings.min_call_seconds)
+        ratios.append(t_b / t_c)
+        base_t.append(t_b)
+        cand_t.append(t_c)
+        spent += t_b + t_c
+        if len(ratios) >= _MIN_PAIRS and (spent >= target or len(ratios) >= _MAX_PAIRS):
+            low, ratio, high = grading._median_interval(ratios)
+            close = any(low < b <= high for b in boundaries)
+            if not close or spent >= 2 * target or len(ratios) >= 2 * _MAX_PAIRS:
+                return _Measured(ratio, low, high, len(ratios), statistics.median(base_t),
+                                 statistics.median(cand_t))
+
+
+def _install_remote_helpers() -> None:
+    """Replace the measuring helpers of course_lib.grading, in this process only."""
+    from course_lib import grading
+
+    real = {name: getattr(grading, name) for name in
+            ("assert_speedup", "speedup_points", "assert_peak_memory_below", "assert_scaling")}
+
+    def assert_speedup(candidate, baseline, make_args, at_least, budget=1.0, *, check=None, rtol=1e-9,
+                       atol=0.0, margin=0.1, min_call_seconds=1e-3, checks=3, verify_budget=None):
+        if not isinstance(candidate, _Remote):
+            return real["assert_speedup"](candidate, baseline, make_args, at_least, budget, check=check,
+                                          rtol=rtol, atol=atol, margin=margin,
+                                          min_call_seconds=min_call_seconds, checks=checks,
+                                          verify_budget=verify_budget)
+        settings = grading._speed_settings(budget, margin, min_call_seconds, checks, verify_budget, check,
+                                           rtol, atol)
+        needed = at_least * (1.0 - margin)
+        measured = _remote_speedup(candidate, baseline, make_args, settings, at_least, (needed,))
+        _MEASUREMENTS.append(measured.describe())
+        if not measured.ratio >= needed:
+            raise grading.GradingError(f"Not fast enough: {measured.describe()}; this test needs "
+                                       f"{at_least:g}x (a measured {needed:.3g}x passes)")
+
+    def speedup_points(candidate, baseline, make_args, full_at, zero_at, points, budget=1.0, *, check=None,
+                       rtol=1e-9, atol=0.0, margin=0.1, min_call_seconds=1e-3, checks=3, verify_budget=None):
+        if not isinstance(candidate, _Remote):
+            return real["speedup_points"](candidate, baseline, make_args, full_at, zero_at, points, budget,
+                                          check=check, rtol=rtol, atol=atol, margin=margin,
+                                          min_call_seconds=min_call_seconds, checks=checks,
+                                          verify_budget=verify_budget)
+        settings = grading._speed_settings(budget, margin, min_call_seconds, checks, verify_budget, check,
+                                           rtol, atol)
+        boundaries = (zero_at * (1.0 - margin), full_at * (1.0 - margin))
+        measured = _remote_speedup(candidate, baseline, make_args, settings, full_at, boundaries)
+        _MEASUREMENTS.append(measured.describe())
+        return grading._points_for(measured.ratio, full_at, zero_at, points, margin)
+
+    def assert_peak_memory_below(fn, limit, /, *args, **kwargs):
+        if not isinstance(fn, _Remote):
+            return real["assert_peak_memory_below"](fn, limit, *args, **kwargs)
+        limit_bytes = grading._parse_bytes(limit)
+        traced, resident = _remote_peak(fn, args, kwargs)
+        _MEASUREMENTS.append(f"measured outside your kernel: peak traced memory {grading._fmt_bytes(traced)}, "
+                             f"resident memory rose by {grading._fmt_bytes(resident)}; limit "
+                             f"{grading._fmt_bytes(limit_bytes)}")
+        if traced >= limit_bytes:
+            raise grading.GradingError(f"Too much memory: peak traced memory {grading._fmt_bytes(traced)}, "
+                                       f"the limit is {grading._fmt_bytes(limit_bytes)}")
+        if resident >= _RESIDENT_FACTOR * limit_bytes + _RESIDENT_SLACK:
+            raise grading.GradingError(
+                f"Too much memory: your process's resident memory rose by {grading._fmt_bytes(resident)} "
+                f"while tracemalloc saw a peak of {grading._fmt_bytes(traced)}; memory was allocated "
+                f"out of tracemalloc's sight (the limit is {grading._fmt_bytes(limit_bytes)})")
+
+    def assert_scaling(fn, make_input, sizes, max_exponent, *, budget=0.2, margin=0.1, min_call_seconds=1e-3):
+        if not isinstance(fn, _Remote):
+            return real["assert_scaling"](fn, make_input, sizes, max_exponent, budget=budget, margin=margin,
+                                          min_call_seconds=min_call_seconds)
+        import pandas as pd
+
+        from course_lib import complexity
+
+        sizes = grading._check_sizes(sizes)
+        seconds = _remote_scaling_seconds(fn, make_input, sizes, budget)
+        table = pd.DataFrame({"n": sizes, "seconds": seconds})
+        if seconds[-1] < min_call_seconds:
+            raise grading.UnreliableMeasurement(f"the largest size takes only {_fmt_seconds(seconds[-1])}")
+        fit = complexity.exponent(table)
+        _MEASUREMENTS.append(f"measured outside your kernel: exponent {fit.slope:.2f} ({fit.verdict}) "
+                             f"from CPU seconds {', '.join(_fmt_seconds(s) for s in seconds)}")
+        if not fit.slope <= max_exponent + margin:
+            raise grading.GradingError(f"Grows too fast: the fitted exponent is {fit.slope:.2f}; at most "
+                                       f"{max_exponent:g} is allowed (a measured {max_exponent + margin:.2f} passes)")
+
+    for name, fn in {"assert_speedup": assert_speedup, "speedup_points": speedup_points,
+                     "assert_peak_memory_below": assert_peak_memory_below,
+                     "assert_scaling": assert_scaling}.items():
+        fn.__doc__ = real[name].__doc__
+        setattr(grading, name, fn)
+
+
+# The resident-memory cross-check: RSS also counts what tracemalloc does not trace (parser
+# buffers, the allocator's slack), so it only fails a submission far above the limit.
+_RESIDENT_FACTOR = 4.0
+_RESIDENT_SLACK = 64 * 2**20
+
+
+def _remote_peak(fn: _Remote, args: tuple, kwargs: dict) -> tuple[int, int]:
+    pid = fn.worker.proc.pid
+    resident_before = _status_kib(pid, "VmRSS")
+    with contextlib.suppress(OSError):  # resets the peak RSS (VmHWM) to the current RSS
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+    traced = fn.worker.request("peak", fn.name, args, kwargs)
+    resident = max(0, _status_kib(pid, "VmHWM") - resident_before) * 1024
+    if not isinstance(traced, int):
+        raise StudentCodeError("the worker sent a malformed memory reading")
+    return traced, resident
+
+
+def _status_kib(pid: int, field: str) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _cpu_seconds(pid: int) -> float:
+    """CPU seconds used so far by every thread of ``pid``, from the kernel's accounting."""
+    total = 0
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                total += int(Path(f"/proc/{pid}/task/{task}/schedstat").read_text().split()[0])
+    except OSError:
+        raise _Inconclusive("the worker's CPU time cannot be read on this system") from None
+    return total / 1e9
+
+
+def _remote_scaling_seconds(fn: _Remote, make_input: Callable, sizes: list[int], budget: float) -> list[float]:
+    def one(n: int) -> float:
+        return _staged_call(fn, (make_input(n),))[1]
+
+    first = [one(n) for n in sizes]  # warm-up
+    calls = [max(3, min(15, int(budget / max(t, 1e-9)))) for t in first]
+    best = [math.inf] * len(sizes)
+    for round_ in range(max(calls)):
+        for i, n in enumerate(sizes):
+            if round_ < calls[i]:
+                best[i] = min(best[i], one(n))
+    return best
+
+
+def _run_cell(source: str, ns: dict) -> Any:
+    """Execute a cell as IPython would; the value of a last bare expression is returned."""
+    tree = ast.parse(source)
+    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+    exec(compile(tree, "<grade cell>", "exec"), ns)
+    if last is not None:
+        return eval(compile(ast.Expression(last.value), "<grade cell>", "eval"), ns)
+    return None
+
+
+def _cell_score(value: Any, points: float) -> float:
+    # nbgrader's rule: a numeric last value is partial credit, anything else full marks.
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(min(points, max(0.0, value)))
+    return float(points)
+
+
+def _judge(job: dict) -> list[dict]:
+    from course_lib import grading
+
+    _install_remote_helpers()
+    answers = set(job["answer_names"])
+    cells = job["judge_cells"]
+    graded = [c for c in cells if c["grade_id"] and c["graded"]]
+    worker = _Worker(job["cwd"], job["log"], job["timeout"])
+    verdicts: list[dict] = []
+    try:
+        load_limit = job["timeout"] * (len(job["student_cells"]) + 1) + 30
+        try:
+            worker.request("load", job["student_cells"], job["timeout"], seconds=load_limit)
+        except StudentCodeError as exc:
+            return [asdict(CellVerdict(c["grade_id"], 0.0, c["points"], f"your code could not be loaded: {exc}"))
+                    for c in graded]
+        ns: dict[str, Any] = {"__name__": "__main__"}
+        unreadable = _bind_answers(worker, answers, ns)
+        for cell in cells:
+            _MEASUREMENTS.clear()
+            grade_id, points = cell["grade_id"], cell["points"]
+            perf = is_performance_cell(grade_id)
+            blocked = _names(cell["source"])[0] & unreadable
+            try:
+                if blocked:
+                    raise _Inconclusive(f"{', '.join(sorted(blocked))} cannot be brought out of your "
+                                        "kernel to be checked")
+                with _quiet():
+                    value = _run_cell(cell["source"], ns)
+                outcome = (_cell_score(value, points), "passed", True)
+            except (grading.UnreliableMeasurement, _Inconclusive) as exc:
+                outcome = (0.0, f"could not be verified: {exc}", False)
+            except _Untransportable as exc:
+                outcome = (0.0, str(exc), perf)
+            except NameError as exc:
+                name = getattr(exc, "name", None)
+                outcome = ((0.0, f"{name} is not defined in your notebook", True) if name in answers
+                           else (0.0, f"could not be verified: {exc}", False))
+            except Exception as exc:
+                outcome = (0.0, f"{type(exc).__name__}: {str(exc)[:600]}", True)
+            if grade_id and cell["graded"]:
+                parts = [] if outcome[1] == "passed" and _MEASUREMENTS else [outcome[1]]
+                detail = "; ".join(parts + [m for m in _MEASUREMENTS if m not in outcome[1]])
+                verdicts.append(asdict(CellVerdict(grade_id, outcome[0], points, detail, outcome[2])))
+    finally:
+        worker.close()
+    return verdicts
+
+
+def _bind_answers(worker: _Worker, answers: set[str], ns: dict) -> set[str]:
+    """Bind the student's answers in ``ns``: functions as proxies, values as copies.
+
+    Returns the names whose values cannot be brought out of the worker as plain data.
+    """
+    unreadable = set()
+    for name, kind in worker.request("describe", sorted(answers)).items():
+        if kind == "function":
+            ns[name] = _Remote(worker, name)
+        elif kind == "object":
+            unreadable.add(name)
+        elif kind == "value":
+            try:
+                ns[name] = worker.request("value", name)
+            except _Untransportable:
+                unreadable.add(name)
+            except StudentCodeError:
+                pass
+    return unreadable
+
+
+def _names(source: str) -> tuple[set[str], set[str]]:
+    """(names a cell reads, names it binds at top level), from its syntax."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set(), set()
+    loads = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    defines: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defines.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            defines |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        else:
+            defines |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return loads, defines
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    # Instructor code may print; the verifier's stdout carries only its report.
+    import warnings
+
+    with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _judge_main() -> int:
+    job = json.loads(sys.stdin.read())
+    report = sys.stdout
+    sys.stdout = sys.stderr
+    os.chdir(job["cwd"])
+    verdicts = _judge(job)
+    report.write(json.dumps(verdicts) + "\n")
+    report.flush()
+    return 0
+
+
+# --- notebook helpers ----------------------------------------------------------------------
+
+def _grade_id(cell: Any) -> str | None:
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+def _points(cell: Any) -> float:
+    return float(cell.metadata.get("nbgrader", {}).get("points", 0) or 0)
+
+
+def _locked(cell: Any) -> bool:
+    meta = cell.metadata.get("nbgrader", {})
+    return bool(meta.get("locked") or meta.get("grade"))
+
+
+def _solution(cell: Any) -> bool:
+    return bool(cell.metadata.get("nbgrader", {}).get("solution"))
+
+
+def _is_test(cell: Any) -> bool:
+    meta = cell.metadata.get("nbgrader", {})
+    return bool(meta.get("grade")) and not meta.get("solution")
+
+
+def _answer_names(nb: Any) -> set[str]:
+    """Names the instructor's answer cells define: what the tests may ask of the student."""
+    names: set[str] = set()
+    for cell in nb.cells:
+        if cell.cell_type == "code" and _solution(cell):
+            names |= _names(re.sub(r"^\s*[%!].*$", "", cell.source, flags=re.M))[1]
+    return names
+
+
+def _fmt_seconds(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds * 1e6:.3g} µs"
