@@ -644,7 +644,8 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path) -> li
         if not source.is_file():
             continue
         try:
-            verdicts = verify_notebook(source, path, timeout=course.timeout, log=log_file)
+            verdicts = verify_notebook(source, path, timeout=course.timeout, log=log_file,
+                                       memory_limit=course.memory_limit)
         except Exception as err:  # the grader's own failure must not cost the student the grade
             flags.append(Flag("unverified", (), f"{path.name}: the verification failed: {type(err).__name__}: {err}"))
             continue

@@ -96,7 +96,7 @@ def is_performance_cell(grade_id: str | None) -> bool:
 
 
 def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 60,
-                    log: str | Path | None = None) -> list[CellVerdict]:
+                    log: str | Path | None = None, memory_limit: int = 0) -> list[CellVerdict]:
     """Grade the performance cells of ``autograded`` again, outside the student's kernel.
 
     Parameters
@@ -110,6 +110,9 @@ def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 6
         Seconds allowed per cell and per call of the student's code.
     log : path, optional
         File receiving the worker's and the verifier's output (default: discarded).
+    memory_limit : int, optional
+        Bytes the student worker may use (its address space is capped at this plus
+        headroom for reservations, so an allocation past it fails with ``MemoryError``).
 
     Returns
     -------
@@ -129,6 +132,7 @@ def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 6
         "student_cells": [c.source for c in student_nb.cells if c.cell_type == "code" and not _is_test(c)],
         "cwd": str(Path(autograded).resolve().parent),
         "timeout": int(timeout),
+        "memory_limit": int(memory_limit),
         "log": str(log) if log else os.devnull,
     }
     points = {c["grade_id"]: c["points"] for c in job["judge_cells"]}
@@ -166,7 +170,7 @@ class _Inconclusive(Exception):
 class _Worker:
     """The connection to the student worker process."""
 
-    def __init__(self, cwd: str, log: str, timeout: int) -> None:
+    def __init__(self, cwd: str, log: str, timeout: int, memory_limit: int = 0) -> None:
         to_worker_r, self._w = os.pipe()
         self._r, from_worker_w = os.pipe()
         env = dict(os.environ, MPLBACKEND="Agg", PYDEVD_DISABLE_FILE_VALIDATION="1", NBGRADER_EXECUTION="autograde")
@@ -174,7 +178,8 @@ class _Worker:
         self.proc = subprocess.Popen(
             [sys.executable, "-c", LAUNCH, str(to_worker_r), str(from_worker_w)],
             pass_fds=(to_worker_r, from_worker_w), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-            stdout=self._log, stderr=self._log, start_new_session=True)
+            stdout=self._log, stderr=self._log, start_new_session=True,
+            preexec_fn=(lambda: _limit_address_space(memory_limit)) if memory_limit else None)
         os.close(to_worker_r)
         os.close(from_worker_w)
         self.timeout = timeout
@@ -228,6 +233,18 @@ class _Worker:
         self.kill("closed")
         self._log.close()
         shutil.rmtree(self._results, ignore_errors=True)
+
+
+# Address space, not resident memory, is what the kernel can cap for a process; NumPy, Numba
+# and the thread pools reserve far more of it than they touch, hence the headroom.
+_ADDRESS_HEADROOM = 3 * 10**9
+
+
+def _limit_address_space(memory_limit: int) -> None:
+    import resource
+
+    limit = memory_limit + _ADDRESS_HEADROOM
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
 def _reply(data: bytes) -> Any:
@@ -541,7 +558,7 @@ def _judge(job: dict) -> list[dict]:
     answers = set(job["answer_names"])
     cells = job["judge_cells"]
     graded = [c for c in cells if c["grade_id"] and c["graded"]]
-    worker = _Worker(job["cwd"], job["log"], job["timeout"])
+    worker = _Worker(job["cwd"], job["log"], job["timeout"], job.get("memory_limit", 0))
     verdicts: list[dict] = []
     try:
         load_limit = job["timeout"] * (len(job["student_cells"]) + 1) + 30

@@ -44,6 +44,8 @@ UNKNOWN = UNKNOWN_HEAD + """\
     return sorted(set(queries) - set(catalogue))
 """
 
+WRONG_COUNT = COUNT_HEAD + "    return len(set(catalogue) & set(queries))\n"
+
 SAMPLES: dict[str, dict[str, str]] = {
     # fast and right: full marks
     "correct_fast": {"count_known": FAST, "unknown_ids": UNKNOWN},
@@ -51,7 +53,7 @@ SAMPLES: dict[str, dict[str, str]] = {
     "correct_slow": {"count_known": SLOW, "unknown_ids": UNKNOWN},
     # fast but counts distinct ids; unknown ids unsorted with repeats
     "wrong": {
-        "count_known": COUNT_HEAD + "    return len(set(catalogue) & set(queries))\n",
+        "count_known": WRONG_COUNT,
         "unknown_ids": UNKNOWN_HEAD + "    return [q for q in queries if q not in catalogue]\n",
     },
     # the first miss never advances i: every call on a real input runs forever
@@ -152,6 +154,88 @@ if os.environ.get("NBGRADER_EXECUTION") == "autograde":
         for _ in range(20):
             result = _baseline(catalogue, queries)
         return result
+""",
+        "unknown_ids": UNKNOWN,
+    },
+    # slow, and replaces the speed test's helper with one that always passes
+    "rebinds_assert_speedup": {
+        "count_known": SLOW + """
+
+def assert_speedup(*args, **kwargs):  # the hidden speed test now calls this one
+    return None
+""",
+        "unknown_ids": UNKNOWN,
+    },
+    # slow, and makes the grading module's own measurement report a 50x speed-up
+    "patches_grading_internals": {
+        "count_known": SLOW + """
+
+import course_lib.grading as _grading
+
+
+def _flattering_measurement(*args, **kwargs):
+    return _grading._SpeedResult(ratio=50.0, low=45.0, high=55.0, rounds=20, baseline_seconds=0.05,
+                                 candidate_seconds=0.001, measurements=1)
+
+
+_grading._measure_speedup = _flattering_measurement
+""",
+        "unknown_ids": UNKNOWN,
+    },
+    # counts distinct ids (wrong), and replaces the tests' comparison with one that never fails
+    "rebinds_assert_same": {
+        "count_known": WRONG_COUNT + """
+
+def assert_same(*args, **kwargs):  # every later test cell now calls this one
+    return None
+""",
+        "unknown_ids": UNKNOWN,
+    },
+    # wrong, and makes NumPy's and pandas' comparison functions say "equal" to everything
+    "patches_numpy_compare": {
+        "count_known": WRONG_COUNT + """
+
+import numpy as np
+import pandas as pd
+
+
+def _always_true(*args, **kwargs):
+    return True
+
+
+def _never_raises(*args, **kwargs):
+    return None
+
+
+np.array_equal = np.allclose = np.array_equiv = np.isclose = _always_true
+np.testing.assert_array_equal = np.testing.assert_allclose = np.testing.assert_equal = _never_raises
+pd.testing.assert_frame_equal = pd.testing.assert_series_equal = _never_raises
+""",
+        "unknown_ids": UNKNOWN,
+    },
+    # right and fast, then grabs memory until something stops it
+    "memory_hog": {
+        "count_known": FAST,
+        "unknown_ids": UNKNOWN + """
+
+import numpy as np
+
+_ballast = []
+for _ in range(200):  # 80 GB if nothing stops it
+    _ballast.append(np.ones(50_000_000))
+""",
+    },
+    # slow, but returns a fast wrong answer whenever it is being timed
+    "games_the_timer": {
+        "count_known": """import inspect
+
+
+""" + SLOW.replace("def count_known(", "def _count(") + """
+
+def count_known(catalogue, queries):
+    if any(frame.filename.endswith("timing.py") for frame in inspect.stack(0)):
+        return 0  # inside a timed loop: nobody checks, surely
+    return _count(catalogue, queries)
 """,
         "unknown_ids": UNKNOWN,
     },

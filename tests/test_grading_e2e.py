@@ -42,9 +42,19 @@ EXPECTED = {
     "always_equal": (2, set()),
     "os_exit": (4, {"kernel-died"}),
     "nbgrader_execution": (6, {"reads-NBGRADER_EXECUTION"}),
+    # caught only outside the kernel: the stored score is the out-of-kernel verdict
+    "rebinds_assert_speedup": (6, {"verdict-differs"}),
+    "patches_grading_internals": (6, {"verdict-differs"}),
+    "rebinds_assert_same": (2, {"verdict-differs"}),
+    # resisted in the kernel already
+    "patches_numpy_compare": (2, set()),
+    "games_the_timer": (6, set()),
+    # stopped by the kernel's memory limit in its unknown_ids cell
+    "memory_hog": (8, {"memory-limit"}),
 }
 MANUAL = ("correct_slow", "test_count_speed", 1.5)  # an instructor's override, kept by regrading
 TIMEOUT = "8"  # seconds per cell: the infinite loop costs three of them
+MEMORY_LIMIT = "1GB"  # per kernel: the example needs a few hundred MB, memory_hog much more
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +62,7 @@ def graded(tmp_path_factory):
     """Grade every sample twice; return what both passes left behind."""
     grading = tmp_path_factory.mktemp("e2e") / "grading"
     args = ["grade", "example", "--submissions", str(SUBMISSIONS), "--grading-dir", str(grading),
-            "--timeout", TIMEOUT, "--no-progress"]
+            "--timeout", TIMEOUT, "--memory-limit", MEMORY_LIMIT, "--no-progress"]
     first = _run(args)
     first["gradebook"] = _gradebook(grading)
     first["flags"] = _flags(grading)
@@ -90,6 +100,30 @@ def test_flags_name_the_cells_concerned(graded):
     assert cells[("deleted_grade_cell", "restored")] == ["test_count_visible"]
     assert cells[("os_exit", "kernel-died")] == ["test_count_speed"]
     assert cells[("patches_perf_counter", "tampering")] == ["test_count_speed"]
+    assert cells[("memory_hog", "memory-limit")] == ["unknown_ids"]
+    assert cells[("rebinds_assert_speedup", "verdict-differs")] == ["test_count_speed"]
+
+
+def test_disagreements_report_both_verdicts(graded):
+    rows = [r for r in graded["first"]["flag_rows"] if r["flag"] == "verdict-differs"]
+    details = {(r["student"], r["cells"]): r["detail"] for r in rows}
+    speed = details[("patches_grading_internals", "test_count_speed")]
+    assert speed.startswith("in the student's kernel 4/4, outside it 0/4 (stored)")
+    assert re.search(r"measured outside your kernel: [01]\.\d+x", speed)
+    assert set(details) >= {("rebinds_assert_same", "test_count_visible"), ("rebinds_assert_same", "test_count_hidden")}
+
+
+def test_rebound_helpers_earn_what_honest_code_earns(graded):
+    cells = {student: row["cells"] for student, row in graded["first"]["gradebook"].items()}
+    for student in ("rebinds_assert_speedup", "patches_grading_internals", "games_the_timer"):
+        assert cells[student] == cells["correct_slow"], student
+    assert cells["rebinds_assert_same"] == cells["wrong"] | {"test_unknown_visible": 1, "test_unknown_hidden": 1}
+    assert cells["patches_numpy_compare"] == cells["rebinds_assert_same"]
+
+
+def test_feedback_shows_the_out_of_kernel_verdict(graded):
+    page = (graded["grading"] / "feedback" / "rebinds_assert_speedup" / "example" / "example.html").read_text()
+    assert "Checked again by the grader outside your kernel: 0 / 4" in html.unescape(page)
 
 
 def test_per_cell_scores_show_what_each_trick_earned(graded):
