@@ -22,6 +22,7 @@ course_lib._safe_pickle.UnsafePickle: the result refers to posix.getcwd, which a
 
 from __future__ import annotations
 
+import _compat_pickle
 import importlib
 import io
 import pickle
@@ -81,6 +82,10 @@ def loads(data: bytes, max_bytes: int = 2**31) -> Any:
 
 class _Unpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
+        # Protocols 0-2 write Python 2 names (__builtin__, copy_reg); judge the Python 3 ones.
+        if (module, name) in _compat_pickle.NAME_MAPPING:
+            module, name = _compat_pickle.NAME_MAPPING[(module, name)]
+        module = _compat_pickle.IMPORT_MAPPING.get(module, module)
         if module == "builtins" and name in _BUILTINS:
             return super().find_class(module, name)
         if (module, name) in _FUNCTIONS:

@@ -83,7 +83,7 @@ def _grade(args: argparse.Namespace) -> int:
     if args.assignment:
         course.notebooks(args.assignment)  # unknown assignment: one-line error before any work
     results = nbgrading.grade(course, args.submissions, [args.assignment] if args.assignment else None,
-                              progress=False if args.no_progress else None)
+                              progress=False if args.no_progress else None, force=args.force)
     print(nbgrading.format_table(results))
     print()
     feedback = course.grading_dir / "feedback"
@@ -147,6 +147,8 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--grading-dir", type=Path, metavar="DIR",
                        help="where submitted/, autograded/, feedback/ and the gradebook go (default grading/)")
     grade.add_argument("--no-progress", action="store_true", help="no progress bar")
+    grade.add_argument("--force", action="store_true",
+                       help="grade again what was already graded (default: only new or changed submissions)")
     _add_root(grade)
     grade.set_defaults(run=_grade)
 

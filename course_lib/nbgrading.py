@@ -60,7 +60,9 @@ from __future__ import annotations
 import ast
 import contextlib
 import csv
+import hashlib
 import html
+import json
 import logging
 import os
 import sys
@@ -313,13 +315,19 @@ def release(course: Course, assignment: str) -> Path:
 
 
 def grade(course: Course, submissions: str | Path, assignments: list[str] | None = None,
-          progress: bool | None = None) -> list[SubmissionResult]:
+          progress: bool | None = None, force: bool = False) -> list[SubmissionResult]:
     """Collect, autograde and give feedback on every submission in ``submissions``.
 
     Writes ``grading/grades.csv`` (nbgrader's CSV export of the whole gradebook) and
     ``grading/flags.csv`` (one row per flag). ``assignments`` defaults to every assignment
     in ``solutions/`` that has submissions in the folder. ``progress``: show a tqdm bar on
     stderr (default: when there are more than 5 submissions).
+
+    A submission whose grading finished is recorded in ``grading/done/ASSIGNMENT/STUDENT.json``
+    with a digest of its notebooks and of the assignment's source; running again skips it
+    while both are unchanged, so a run that was stopped resumes where it stopped, and a
+    submission that was being graded when it stopped is graded again from the start.
+    ``force=True`` grades everything again.
 
     Raises
     ------
@@ -345,7 +353,8 @@ def grade(course: Course, submissions: str | Path, assignments: list[str] | None
             _sync_assignment(course, name)
             for submission in subs:
                 bar.set_postfix_str(f"{name}/{submission.student}")
-                results.append(grade_submission(course, submission))
+                done = None if force else _done_result(course, submission)
+                results.append(done or grade_submission(course, submission))
                 bar.update()
     _export(course, results)
     return results
@@ -358,6 +367,8 @@ def grade_submission(course: Course, submission: Submission) -> SubmissionResult
     Never raises for a bad submission: what went wrong is in the result's flags.
     """
     student, assignment = submission.student, submission.assignment
+    done_file = _done_file(course, submission)
+    done_file.unlink(missing_ok=True)  # from here until the record is rewritten, it is not graded
     flags = [Flag("note", detail=note) for note in submission.notes]
     readable, problems = {}, {}
     for name, path in submission.notebooks.items():
@@ -394,7 +405,51 @@ def grade_submission(course: Course, submission: Submission) -> SubmissionResult
         _record_zero(course, assignment, student)
     feedback = _write_missing_feedback(course, student, assignment, problems, missing)
     score, max_score, cells = _scores(course, assignment, student)
-    return SubmissionResult(student, assignment, score, max_score, cells, tuple(flags), feedback)
+    result = SubmissionResult(student, assignment, score, max_score, cells, tuple(flags), feedback)
+    _write_done(course, submission, result)
+    return result
+
+
+def _done_file(course: Course, submission: Submission) -> Path:
+    return course.grading_dir / "done" / submission.assignment / f"{submission.student}.json"
+
+
+def _digest(course: Course, submission: Submission) -> str:
+    """What the grade depends on: the submitted files and the assignment's source notebooks."""
+    h = hashlib.sha256()
+    for name, path in sorted(submission.notebooks.items()):
+        h.update(name.encode() + b"\0" + Path(path).read_bytes() + b"\0")
+    for source in sorted((course.root / "solutions" / submission.assignment).glob("*.ipynb")):
+        h.update(source.name.encode() + b"\0" + source.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _write_done(course: Course, submission: Submission, result: SubmissionResult) -> None:
+    record = {"digest": _digest(course, submission), "student": result.student,
+              "assignment": result.assignment, "score": result.score, "max_score": result.max_score,
+              "cell_scores": result.cell_scores,
+              "flags": [[f.kind, list(f.cells), f.detail] for f in result.flags],
+              "feedback": [str(p) for p in result.feedback]}
+    target = _done_file(course, submission)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".json.partial")
+    partial.write_text(json.dumps(record, indent=1), encoding="utf-8")
+    os.replace(partial, target)  # atomic: a record is either whole or absent
+
+
+def _done_result(course: Course, submission: Submission) -> SubmissionResult | None:
+    """The recorded result if this exact submission was fully graded before, else None."""
+    try:
+        record = json.loads(_done_file(course, submission).read_text(encoding="utf-8"))
+        if record["digest"] != _digest(course, submission):
+            return None
+        flags = tuple(Flag(kind, tuple(cells), detail) for kind, cells, detail in record["flags"])
+        feedback = tuple(Path(p) for p in record["feedback"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    # The scores as stored now: an instructor's manual grade given since then shows.
+    score, max_score, cells = _scores(course, submission.assignment, submission.student)
+    return SubmissionResult(submission.student, submission.assignment, score, max_score, cells, flags, feedback)
 
 
 def format_table(results: list[SubmissionResult]) -> str:

@@ -73,6 +73,7 @@ _JUDGE = "import sys; from course_lib.verification import _judge_main; sys.exit(
 _MIN_PAIRS = 9        # timed pairs per speed cell: the median of 9 has a 96% interval
 _MAX_PAIRS = 41
 _PAIR_BUDGET = 2.0    # at least this many seconds of timed pairs (the reference dominates)
+_MAX_RESTARTS = 3     # fresh workers after a runaway call, per notebook
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,27 @@ class _Worker:
     """The connection to the student worker process."""
 
     def __init__(self, cwd: str, log: str, timeout: int, memory_limit: int = 0) -> None:
+        self._settings = (cwd, log, memory_limit)
+        self.timeout = timeout
+        self.restarts = 0
+        self._cells: list[str] | None = None
+        self._start()
+
+    def load(self, cells: list[str]) -> None:
+        """Run the notebook's non-test cells in the worker; they run again after a restart."""
+        self._cells = cells
+        self.request("load", cells, self.timeout, seconds=self.timeout * (len(cells) + 1) + 30)
+
+    def restart(self) -> None:
+        """A fresh worker after one that ran out of time: as a kernel goes on after an interrupt."""
+        self.close()
+        self.restarts += 1
+        self._start()
+        if self._cells is not None:
+            self.load(self._cells)
+
+    def _start(self) -> None:
+        cwd, log, memory_limit = self._settings
         to_worker_r, self._w = os.pipe()
         self._r, from_worker_w = os.pipe()
         env = dict(os.environ, MPLBACKEND="Agg", PYDEVD_DISABLE_FILE_VALIDATION="1", NBGRADER_EXECUTION="autograde")
@@ -182,7 +204,6 @@ class _Worker:
             preexec_fn=(lambda: _limit_address_space(memory_limit)) if memory_limit else None)
         os.close(to_worker_r)
         os.close(from_worker_w)
-        self.timeout = timeout
         self.dead: str | None = None
         shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
         self._results = tempfile.mkdtemp(prefix="course-verify-", dir=shm)
@@ -561,9 +582,8 @@ def _judge(job: dict) -> list[dict]:
     worker = _Worker(job["cwd"], job["log"], job["timeout"], job.get("memory_limit", 0))
     verdicts: list[dict] = []
     try:
-        load_limit = job["timeout"] * (len(job["student_cells"]) + 1) + 30
         try:
-            worker.request("load", job["student_cells"], job["timeout"], seconds=load_limit)
+            worker.load(job["student_cells"])
         except StudentCodeError as exc:
             return [asdict(CellVerdict(c["grade_id"], 0.0, c["points"], f"your code could not be loaded: {exc}"))
                     for c in graded]
@@ -575,6 +595,10 @@ def _judge(job: dict) -> list[dict]:
             perf = is_performance_cell(grade_id)
             blocked = _names(cell["source"])[0] & unreadable
             try:
+                if worker.dead and worker.restarts < _MAX_RESTARTS:
+                    worker.restart()
+                if worker.dead:
+                    raise _Inconclusive(f"the worker was restarted {worker.restarts} times already")
                 if blocked:
                     raise _Inconclusive(f"{', '.join(sorted(blocked))} cannot be brought out of your "
                                         "kernel to be checked")

@@ -6,10 +6,12 @@ notebooks (a few seconds each). The whole sample batch is graded in test_grading
 
 from __future__ import annotations
 
+import argparse
 import re
 import runpy
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -230,6 +232,38 @@ def test_a_kernel_that_ignores_interrupts_is_stopped_and_the_rest_scores_zero(tm
     enames = [[o.get("ename") for o in cell.outputs] for cell in nb.cells]
     assert enames == [[], ["CellTimeoutError"], ["CellNotRun"]]
     assert nb.metadata["measure_first"]["kernel_stopped"]["reason"] == "the kernel stopped answering"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("limits, runaway, kind", [
+    ({"notebook_timeout": 3}, "import time\ntime.sleep(1.2)", "notebook-timeout"),
+    ({"memory_limit": 400_000_000}, "import numpy as np\nblocks = [np.ones(10_000_000) for _ in range(200)]",
+     "memory-limit"),
+])
+def test_a_kernel_past_its_limits_is_stopped_and_graded_on_what_ran(limits, runaway, kind, tmp_path):
+    from course_lib._nbpreprocessors import CourseExecute
+
+    cells = [new_code_cell("x = 1")] + [new_code_cell(runaway) for _ in range(4)] + [new_code_cell("x")]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    started = time.monotonic()
+    CourseExecute(timeout=30, kernel_log=str(tmp_path / "kernel.log"), **limits).preprocess(
+        nb, {"metadata": {"path": str(tmp_path)}})
+    assert time.monotonic() - started < 25
+    stopped = nb.metadata["measure_first"]["kernel_stopped"]
+    assert stopped["kind"] == kind
+    enames = [[o.get("ename") for o in cell.outputs if o.output_type == "error"] for cell in nb.cells]
+    assert enames[0] == [] and enames[-1] == ["CellNotRun"]
+    assert stopped["cell_index"] in range(1, 5)  # a runaway cell, never the first or the last
+
+
+def test_memory_limit_option_takes_sizes(monkeypatch):
+    monkeypatch.delenv("COURSE_MEMORY_LIMIT", raising=False)
+    assert cli._bytes("2GB") == 2_000_000_000 and cli._bytes("512 MiB") == 512 * 2**20
+    with pytest.raises(argparse.ArgumentTypeError, match="expected a size"):
+        cli._bytes("lots")
+    course = nbgrading.Course.locate(root=ROOT, memory_limit=123_000_000, notebook_timeout=77)
+    cfg = course.config()
+    assert cfg.CourseExecute.memory_limit == 123_000_000 and cfg.CourseExecute.notebook_timeout == 77
 
 
 # --- helpers -----------------------------------------------------------------------------------

@@ -73,7 +73,7 @@ def graded(tmp_path_factory):
         grade = gb.find_grade(cell, "example", "example", student)
         grade.manual_score = score
         gb.db.commit()
-    second = _run(args)
+    second = _run(args + ["--force"])  # regrade everything: manual grades must survive it
     second["gradebook"] = _gradebook(grading)
     second["flags"] = _flags(grading)
     return {"grading": grading, "first": first, "second": second}

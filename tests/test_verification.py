@@ -1,0 +1,177 @@
+"""Tests for course_lib.verification: verdicts measured where the student's code cannot reach.
+
+Each test writes a small instructor notebook (setup, one answer, a graded cell) and a
+"submission" of it with some answer, then calls ``verify_notebook`` directly, without
+nbgrader. The ratios involved are large (a set against a list scan, about 40x, with the
+threshold at 5x), so they hold on a loaded machine.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from course_lib.verification import CellVerdict, is_performance_cell, verify_notebook
+
+pytestmark = pytest.mark.timeout(300)
+
+SETUP = """\
+from course_lib.grading import assert_same, assert_speedup, speedup_points, assert_peak_memory_below
+from course_lib.grading import assert_scaling
+import numpy as np
+
+
+def make_case(n=40_000, seed=None):
+    rng = np.random.default_rng(seed)
+    return rng.choice(600, size=300, replace=False).tolist(), rng.integers(0, 600, size=n).tolist()
+"""
+
+FAST = """\
+def count_known(catalogue, queries):
+    known = set(catalogue)
+    return sum(1 for q in queries if q in known)
+"""
+
+SLOW = """\
+def count_known(catalogue, queries):
+    return sum(1 for q in queries if q in catalogue)
+"""
+
+SPEED_TEST = """\
+def _scan(catalogue, queries):
+    return sum(1 for q in queries if q in catalogue)
+
+
+assert_speedup(count_known, _scan, make_args=lambda: make_case(), at_least=5, budget=0.3)
+"""
+
+POINTS_TEST = """\
+def _scan(catalogue, queries):
+    return sum(1 for q in queries if q in catalogue)
+
+
+speedup_points(count_known, _scan, make_args=lambda: make_case(), full_at=5, zero_at=2, points=3, budget=0.3)
+"""
+
+
+def _cell(source: str, grade_id: str | None = None, *, solution=False, grade=False, points=0):
+    cell = new_code_cell(source)
+    if grade_id:
+        cell.metadata["nbgrader"] = {"grade_id": grade_id, "solution": solution, "grade": grade,
+                                     "locked": not solution, "points": points, "schema_version": 3}
+    return cell
+
+
+def _verify(tmp_path: Path, answer: str, test: str = SPEED_TEST, grade_id: str = "test_speed",
+            points: int = 3, timeout: int = 20, reference: str = FAST) -> CellVerdict:
+    def notebook(answer_source: str):
+        return new_notebook(cells=[
+            _cell(SETUP, "setup"),
+            _cell(answer_source, "answer", solution=True),
+            _cell(test, grade_id, grade=True, points=points),
+        ])
+
+    source, submitted = tmp_path / "source.ipynb", tmp_path / "graded" / "nb.ipynb"
+    submitted.parent.mkdir()
+    nbformat.write(notebook(reference), source)
+    nbformat.write(notebook(answer), submitted)
+    verdicts = verify_notebook(source, submitted, timeout=timeout, log=tmp_path / "log.txt")
+    assert [v.grade_id for v in verdicts] == [grade_id]
+    return verdicts[0]
+
+
+@pytest.mark.parametrize("grade_id, expected", [
+    ("test_price_speed", True), ("test_summary_memory", True), ("test_groups_scaling", True),
+    ("test_price_hidden", False), ("speed", False), (None, False),
+])
+def test_performance_cells_are_known_by_their_grade_id(grade_id, expected):
+    assert is_performance_cell(grade_id) is expected
+
+
+def test_fast_answer_passes_with_the_measured_ratio(tmp_path):
+    verdict = _verify(tmp_path, FAST)
+    assert verdict.conclusive and verdict.score == 3
+    assert "measured outside your kernel" in verdict.detail and "paired calls" in verdict.detail
+
+
+def test_partial_credit_is_computed_from_the_measurement(tmp_path):
+    verdict = _verify(tmp_path, FAST, POINTS_TEST)
+    assert verdict.conclusive and verdict.score == 3  # about 40x measured, full marks from 4.5x
+
+
+@pytest.mark.parametrize("trick", [
+    # the helper the test calls, rebound in the answer cell
+    "\n\ndef assert_speedup(*args, **kwargs):\n    return None\n",
+    # the grading module's own measurement, patched
+    "\n\nimport course_lib.grading as g\n"
+    "g._measure_speedup = lambda *a, **k: g._SpeedResult(50.0, 45.0, 55.0, 20, 0.05, 0.001, 1)\n",
+    # a clock that runs at a hundredth of the speed
+    "\n\nimport time\n_real = time.perf_counter\ntime.perf_counter = lambda: _real() / 100\n",
+])
+def test_slow_answer_fails_whatever_it_patches_in_its_own_process(tmp_path, trick):
+    verdict = _verify(tmp_path, SLOW + trick)
+    assert verdict.conclusive and verdict.score == 0
+    assert "Not fast enough" in verdict.detail
+
+
+def test_every_timed_result_is_checked(tmp_path):
+    wrong_later = FAST + "\n\n_calls = [0]\n_honest = count_known\n\n\ndef count_known(c, q):\n" \
+                         "    _calls[0] += 1\n    return _honest(c, q) + (_calls[0] > 6)\n"
+    verdict = _verify(tmp_path, wrong_later)
+    assert verdict.score == 0 and "Wrong result in timed call" in verdict.detail
+
+
+@pytest.mark.parametrize("answer, says", [
+    ("class _Yes(int):\n    def __eq__(self, other):\n        return True\n\n\n"
+     "def count_known(c, q):\n    return _Yes(0)\n", "not plain data"),
+    ("import os\n\n\ndef count_known(c, q):\n    os._exit(3)\n", "ended the worker process"),
+    ("def count_known(c, q):\n    while True:\n        pass\n", "time limit"),
+    ("def count_known(c, q):\n    raise RuntimeError('nope')\n", "RuntimeError: nope"),
+    ("def something_else(c, q):\n    return 0\n", "count_known is not defined"),
+])
+def test_broken_answers_score_zero_and_say_why(tmp_path, answer, says):
+    verdict = _verify(tmp_path, answer, timeout=3)
+    assert verdict.conclusive and verdict.score == 0
+    assert says in verdict.detail
+
+
+def test_a_measurement_too_small_to_trust_is_inconclusive(tmp_path):
+    tiny = SPEED_TEST.replace("make_case()", "make_case(n=50)")
+    verdict = _verify(tmp_path, FAST, tiny)
+    assert not verdict.conclusive and "could not be verified" in verdict.detail
+
+
+MEMORY_TEST = 'assert_peak_memory_below(build, "20 MB", 25_000_000)\n'
+
+
+LEAN = "import numpy as np\n\n\ndef build(n):\n    return float(np.ones(n // 100).sum())\n"
+
+
+@pytest.mark.parametrize("answer, score", [
+    (LEAN, 2),
+    ("import numpy as np\n\n\ndef build(n):\n    return float(np.ones(n).sum())\n", 0),
+    # stops tracemalloc, allocates 200 MB out of its sight, restarts it: the RSS check sees it
+    ("import numpy as np\nimport tracemalloc\n\n\ndef build(n):\n    tracemalloc.stop()\n"
+     "    total = float(np.ones(n).sum())\n    tracemalloc.start()\n    return total\n", 0),
+])
+def test_memory_is_measured_outside_the_students_reach(tmp_path, answer, score):
+    verdict = _verify(tmp_path, answer, MEMORY_TEST, grade_id="test_build_memory", points=2, reference=LEAN)
+    assert verdict.conclusive and verdict.score == score, verdict.detail
+
+
+SCALING_TEST = "assert_scaling(grow, lambda n: list(np.random.default_rng().random(n)), " \
+               "sizes=[4_000, 8_000, 16_000], max_exponent=1.5)\n"
+LINEAR = "def grow(xs):\n    return sorted(xs)[:3] + [sum(x * x for x in xs), sum(x + 1 for x in xs)]\n"
+
+
+@pytest.mark.parametrize("answer, score", [
+    (LINEAR, 2),
+    ("def grow(xs):\n    return [sum(1 for y in xs if y < x) for x in xs[:len(xs) // 40]]\n", 0),
+])
+def test_scaling_is_timed_by_the_workers_cpu_time(tmp_path, answer, score):
+    verdict = _verify(tmp_path, answer, SCALING_TEST, grade_id="test_grow_scaling", points=2, reference=LINEAR)
+    assert verdict.conclusive and verdict.score == score, verdict.detail
+    assert "exponent" in verdict.detail
