@@ -69,7 +69,8 @@ subclasses, or any object with a lying ``__eq__`` / ``__array__`` /
 the first calls and garbage later; mutating the input. Not resisted: code in the
 student's kernel can in principle do anything (rebind this module's own globals,
 patch pandas internals or builtins, read the hidden tests from memory, or exit the
-kernel). Those need the sandboxed grading of a later issue.
+kernel). ``course grade`` therefore grades these cells again outside the kernel
+(:mod:`course_lib.verification`), where none of that reaches the measurement.
 
 Examples
 --------

@@ -42,10 +42,14 @@ only makes sure that what the kernel did is graded, recorded and never lost:
   the name at run time is not caught;
 - feedback never shows hidden-test source, nor the frames of a traceback that quote it.
 
-Not defended here: code in the kernel can rebind names the tests use (the grading helpers
-resist this for clocks and comparisons, see :mod:`course_lib.grading`), read hidden tests
-from memory while they run, or detect grading in other ways. Verdicts measured outside the
-student's kernel are the sandboxed grading of a later issue.
+Code in the kernel can still rebind names the tests use, read hidden tests from memory or
+detect grading in other ways. So after autograding, :func:`grade_submission` grades every test
+cell again outside the student's kernel (:mod:`course_lib.verification`): speed, memory and
+scaling cells get that verdict, other tests only ever lose points to it, and a disagreement is
+flagged ``verdict-differs`` with both figures. The kernel also runs under a memory limit and a
+whole-notebook time limit, watched from the grader's process (``memory-limit``,
+``notebook-timeout``). A finished submission is recorded under ``grading/done``; grading again
+skips it while it is unchanged, so a stopped run resumes.
 
 Examples
 --------
@@ -201,7 +205,8 @@ class Flag:
     """Something about a submission an instructor should look at.
 
     ``kind`` is one of ``malformed``, ``no-notebook``, ``restored``, ``overwritten``,
-    ``timeout``, ``kernel-died``, ``kernel-unresponsive``, ``tampering``, ``unreliable``,
+    ``timeout``, ``kernel-died``, ``kernel-unresponsive``, ``memory-limit``, ``notebook-timeout``,
+    ``tampering``, ``unreliable``, ``verdict-differs``, ``unverified``,
     ``reads-NBGRADER_EXECUTION``, ``grading-error``, ``note``; ``cells`` are the grade ids
     concerned; ``detail`` is a sentence for the report.
     """

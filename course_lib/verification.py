@@ -13,11 +13,11 @@ out of the student's reach:
 - ``assert_speedup`` and ``speedup_points`` become paired measurements: for every pair the
   verifier draws a fresh input, times the grader's reference on a pristine copy itself
   while the student worker is stopped (``SIGSTOP``, so it cannot load the machine), then
-  times the round trip that sends the input to the worker, runs the student's function and
-  brings the result back. The time the verifier itself needs to (de)serialise the same
-  input and the expected result is subtracted, so the transport costs the student nothing,
-  and every result of every timed call is checked against the reference's result on the
-  same input, with the verifier's own :func:`course_lib.grading.assert_same`;
+  times the student's call in the worker with its own clock (see :func:`_staged_call`:
+  inputs staged before the clock starts, the result written out before the worker answers,
+  transport costs not billed), and checks every result of every timed call against the
+  reference's result on the same input with the verifier's own
+  :func:`course_lib.grading.assert_same` (the first pair is a warm-up: Numba compiles there);
 - ``assert_peak_memory_below`` runs the call under tracemalloc in the worker *and* reads the
   worker's peak resident memory from ``/proc`` (reset through ``clear_refs`` first), so
   stopping tracemalloc inside the call does not hide an allocation;
@@ -26,7 +26,10 @@ out of the student's reach:
 Results come back as pickles read with :func:`course_lib._safe_pickle.loads`, which only
 rebuilds plain data: an object with a lying ``__eq__`` cannot even be received.
 
-:func:`verify_notebook` returns one :class:`CellVerdict` per graded cell; a verdict is
+The other test cells run in the verifier too, the student's functions again called in the
+worker, so a rebound ``assert_same`` does not help either.
+
+:func:`verify_notebook` returns one :class:`CellVerdict` per test cell; a verdict is
 ``conclusive`` unless the grader itself could not measure (an unreliable configuration, a
 grader error), in which case the in-kernel score stands and the cell is flagged.
 
@@ -118,8 +121,8 @@ def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 6
     Returns
     -------
     list of CellVerdict
-        One per performance cell of the source notebook, in notebook order; empty if it
-        has none.
+        One per test cell of the source notebook, in notebook order; empty if it has no
+        performance cell (then nothing needs verifying).
     """
     source_nb = nbformat.read(str(source), as_version=4)
     student_nb = nbformat.read(str(autograded), as_version=4)
