@@ -83,7 +83,8 @@ def _grade(args: argparse.Namespace) -> int:
     if args.assignment:
         course.notebooks(args.assignment)  # unknown assignment: one-line error before any work
     results = nbgrading.grade(course, args.submissions, [args.assignment] if args.assignment else None,
-                              progress=False if args.no_progress else None, force=args.force)
+                              progress=False if args.no_progress else None, force=args.force,
+                              workers=args.workers, scheduler=args.scheduler)
     print(nbgrading.format_table(results))
     print()
     feedback = course.grading_dir / "feedback"
@@ -147,6 +148,11 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--grading-dir", type=Path, metavar="DIR",
                        help="where submitted/, autograded/, feedback/ and the gradebook go (default grading/)")
     grade.add_argument("--no-progress", action="store_true", help="no progress bar")
+    grade.add_argument("--workers", type=_count, default=1, metavar="N",
+                       help="grade N submissions at a time, each in its own process (default 1)")
+    grade.add_argument("--scheduler", metavar="ADDRESS",
+                       help="grade on a Dask distributed cluster, e.g. tcp://10.0.0.5:8786 (workers must "
+                            "see the course and grading folders at the same paths)")
     grade.add_argument("--force", action="store_true",
                        help="grade again what was already graded (default: only new or changed submissions)")
     _add_root(grade)
@@ -183,6 +189,16 @@ def _seconds(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number of seconds such as 60, got {text!r}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"a timeout must be positive, got {value}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number such as 2, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"the number of workers must be at least 1, got {value}")
     return value
 
 

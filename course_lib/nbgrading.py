@@ -320,7 +320,8 @@ def release(course: Course, assignment: str) -> Path:
 
 
 def grade(course: Course, submissions: str | Path, assignments: list[str] | None = None,
-          progress: bool | None = None, force: bool = False) -> list[SubmissionResult]:
+          progress: bool | None = None, force: bool = False, workers: int = 1,
+          scheduler: str | None = None) -> list[SubmissionResult]:
     """Collect, autograde and give feedback on every submission in ``submissions``.
 
     Writes ``grading/grades.csv`` (nbgrader's CSV export of the whole gradebook) and
@@ -333,6 +334,14 @@ def grade(course: Course, submissions: str | Path, assignments: list[str] | None
     while both are unchanged, so a run that was stopped resumes where it stopped, and a
     submission that was being graded when it stopped is graded again from the start.
     ``force=True`` grades everything again.
+
+    ``workers``: grade that many submissions at a time, each in its own worker process (and
+    kernel), with BLAS, OpenMP and Numba threads limited to ``cores // workers`` per worker
+    so that workers do not oversubscribe the cores; every speed-up is still measured inside
+    one worker. ``scheduler``: the address of a Dask ``distributed`` scheduler
+    (``tcp://HOST:PORT``) whose workers grade the submissions instead; they must see this
+    course repository and the grading folder at the same paths (one machine, or a shared
+    file system) and should run one thread each.
 
     Raises
     ------
@@ -350,19 +359,88 @@ def grade(course: Course, submissions: str | Path, assignments: list[str] | None
         asked = ", ".join(names) if names else "(no assignments in solutions/)"
         raise CourseError(f"no submissions of {asked} in {folder} (expected {folder}/STUDENT/ASSIGNMENT/"
                           f"*.ipynb or GitHub Classroom's {folder}/ASSIGNMENT-STUDENT/...)")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise CourseError(f"workers must be a whole number >= 1, got {workers!r}")
     course.grading_dir.mkdir(parents=True, exist_ok=True)
     total = sum(len(subs) for subs in found.values())
-    results = []
+    results, pending = [], []
+    for name, subs in found.items():
+        _sync_assignment(course, name)  # the gradebook is written by one process at a time here
+        for submission in subs:
+            done = None if force else _done_result(course, submission)
+            if done is None:
+                pending.append(submission)
+            else:
+                results.append(done)
     with _progress_bar(total, progress) as bar:
-        for name, subs in found.items():
-            _sync_assignment(course, name)
-            for submission in subs:
-                bar.set_postfix_str(f"{name}/{submission.student}")
-                done = None if force else _done_result(course, submission)
-                results.append(done or grade_submission(course, submission))
-                bar.update()
+        bar.update(len(results))
+        for result in _graded(course, pending, workers, scheduler):
+            bar.set_postfix_str(f"{result.assignment}/{result.student}")
+            results.append(result)
+            bar.update()
+    results.sort(key=lambda r: (r.assignment, r.student))
     _export(course, results)
     return results
+
+
+def _graded(course: Course, pending: list[Submission], workers: int, scheduler: str | None) -> Iterator[SubmissionResult]:
+    """Grade ``pending`` here, on ``workers`` local processes, or on a Dask cluster; yield as done."""
+    if not pending:
+        return
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    if scheduler:
+        try:
+            from distributed import Client, as_completed
+        except ImportError:  # pragma: no cover - a declared dependency
+            raise CourseError("--scheduler needs the 'distributed' package") from None
+        try:
+            client = Client(scheduler, timeout="10s")
+        except (OSError, TimeoutError) as err:
+            raise CourseError(f"cannot reach the Dask scheduler at {scheduler}: {err}") from None
+        with client:
+            # threads=0: each Dask worker divides its own machine's cores by its thread count
+            futures = client.map(_grade_safely, [course] * len(pending), pending, [0] * len(pending), pure=False)
+            for future in as_completed(futures):
+                yield future.result()
+        return
+    if workers == 1:
+        for submission in pending:
+            yield _grade_safely(course, submission, None)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed as completed
+
+    context = multiprocessing.get_context("spawn")  # no inherited kernel or database connections
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = {pool.submit(_grade_safely, course, s, threads): s for s in pending}
+        for future in completed(futures):
+            try:
+                yield future.result()
+            except Exception as err:  # the worker process itself died
+                submission = futures[future]
+                yield SubmissionResult(submission.student, submission.assignment, 0.0, 0.0, {},
+                                       (Flag("grading-error", (), f"the grading worker failed: {err}"),))
+
+
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+                     "NUMBA_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
+
+
+def _grade_safely(course: Course, submission: Submission, threads: int | None) -> SubmissionResult:
+    """:func:`grade_submission` in a worker: thread pools limited, the grader's own errors reported."""
+    if threads == 0:
+        from distributed import get_worker
+
+        threads = max(1, (os.cpu_count() or 1) // max(1, get_worker().state.nthreads))
+    if threads is not None:
+        # Kernels, verifiers and student workers started from here inherit the limits.
+        os.environ.update({name: str(threads) for name in _THREAD_VARIABLES})
+    try:
+        return grade_submission(course, submission)
+    except Exception as err:
+        score, max_score, cells = _scores(course, submission.assignment, submission.student)
+        return SubmissionResult(submission.student, submission.assignment, score, max_score, cells,
+                                (Flag("grading-error", (), f"{type(err).__name__}: {err}"),))
 
 
 def grade_submission(course: Course, submission: Submission) -> SubmissionResult:
