@@ -74,6 +74,15 @@ def _release(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _report(args: argparse.Namespace) -> int:
+    from course_lib import nbgrading, report
+
+    course = nbgrading.Course.locate(root=args.root, grading_dir=args.grading_dir, db_url=args.db)
+    path = report.write_report(course, args.output)
+    print(f"Report: {_show(path, course.root)}")
+    return EXIT_OK
+
+
 def _grade(args: argparse.Namespace) -> int:
     from course_lib import nbgrading
 
@@ -164,6 +173,16 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("notebook", type=Path, help="the notebook to check")
     check.add_argument("--timeout", type=_seconds, metavar="S", help="seconds a cell may run (default 60)")
     check.set_defaults(run=_check)
+
+    report = commands.add_parser("report", help="write the class report (HTML)",
+                                 description="Per assignment: the distribution of scores and of the "
+                                             "speed-ups measured outside the kernels, and the flagged "
+                                             "submissions, as one HTML page.")
+    report.add_argument("--grading-dir", type=Path, metavar="DIR", help="the grading folder (default grading/)")
+    report.add_argument("--db", metavar="URL", help="gradebook URL (default: SQLite in the grading folder)")
+    report.add_argument("--output", type=Path, metavar="FILE", help="where to write it (default GRADING/report.html)")
+    _add_root(report)
+    report.set_defaults(run=_report)
 
     student = commands.add_parser("student-repo", help="write the repository students open in Codespaces",
                                   description="Write the book, course_lib, the released assignments, the "

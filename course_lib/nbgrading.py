@@ -235,6 +235,8 @@ class SubmissionResult:
     cell_scores: dict[str, float] = field(default_factory=dict)
     flags: tuple[Flag, ...] = ()
     feedback: tuple[Path, ...] = ()
+    speedups: dict[str, float] = field(default_factory=dict)
+    """Speed-ups measured outside the kernel, by grade id of the speed cell."""
 
     @property
     def flagged(self) -> bool:
@@ -453,6 +455,7 @@ def grade_submission(course: Course, submission: Submission) -> SubmissionResult
     done_file = _done_file(course, submission)
     done_file.unlink(missing_ok=True)  # from here until the record is rewritten, it is not graded
     flags = [Flag("note", detail=note) for note in submission.notes]
+    speedups: dict[str, float] = {}
     readable, problems = {}, {}
     for name, path in submission.notebooks.items():
         problems[name] = _unreadable_reason(path)
@@ -477,7 +480,8 @@ def grade_submission(course: Course, submission: Submission) -> SubmissionResult
         _append_log(log_file, "autograde", outcome)
         if outcome["success"]:
             flags += _autograded_flags(course, student, assignment)
-            flags += _verify(course, student, assignment, log_file)
+            verified, speedups = _verify(course, student, assignment, log_file)
+            flags += verified
             outcome = _run(course, GenerateFeedback, course.config(), assignment, student, force=True)
             _append_log(log_file, "generate_feedback", outcome)
             if not outcome["success"]:
@@ -488,7 +492,8 @@ def grade_submission(course: Course, submission: Submission) -> SubmissionResult
         _record_zero(course, assignment, student)
     feedback = _write_missing_feedback(course, student, assignment, problems, missing)
     score, max_score, cells = _scores(course, assignment, student)
-    result = SubmissionResult(student, assignment, score, max_score, cells, tuple(flags), feedback)
+    result = SubmissionResult(student, assignment, score, max_score, cells, tuple(flags), feedback,
+                              speedups)
     _write_done(course, submission, result)
     return result
 
@@ -512,7 +517,7 @@ def _write_done(course: Course, submission: Submission, result: SubmissionResult
               "assignment": result.assignment, "score": result.score, "max_score": result.max_score,
               "cell_scores": result.cell_scores,
               "flags": [[f.kind, list(f.cells), f.detail] for f in result.flags],
-              "feedback": [str(p) for p in result.feedback]}
+              "feedback": [str(p) for p in result.feedback], "speedups": result.speedups}
     target = _done_file(course, submission)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".json.partial")
@@ -528,11 +533,13 @@ def _done_result(course: Course, submission: Submission) -> SubmissionResult | N
             return None
         flags = tuple(Flag(kind, tuple(cells), detail) for kind, cells, detail in record["flags"])
         feedback = tuple(Path(p) for p in record["feedback"])
+        speedups = {str(k): float(v) for k, v in record.get("speedups", {}).items()}
     except (OSError, ValueError, KeyError, TypeError):
         return None
     # The scores as stored now: an instructor's manual grade given since then shows.
     score, max_score, cells = _scores(course, submission.assignment, submission.student)
-    return SubmissionResult(submission.student, submission.assignment, score, max_score, cells, flags, feedback)
+    return SubmissionResult(submission.student, submission.assignment, score, max_score, cells, flags, feedback,
+                            speedups)
 
 
 def format_table(results: list[SubmissionResult]) -> str:
@@ -765,7 +772,7 @@ def _autograded_flags(course: Course, student: str, assignment: str) -> list[Fla
     return flags
 
 
-def _verify(course: Course, student: str, assignment: str, log_file: Path) -> list[Flag]:
+def _verify(course: Course, student: str, assignment: str, log_file: Path) -> tuple[list[Flag], dict[str, float]]:
     """Grade the test cells again outside the student's kernel and store that verdict.
 
     For speed, memory and scaling cells the out-of-kernel score replaces the in-kernel one;
@@ -777,6 +784,7 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path) -> li
     the feedback shows them.
     """
     flags: list[Flag] = []
+    speedups: dict[str, float] = {}
     for path in sorted(course.step("autograded", student, assignment).glob("*.ipynb")):
         source = course.root / "solutions" / assignment / path.name
         if not source.is_file():
@@ -789,6 +797,7 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path) -> li
             continue
         if not verdicts:
             continue
+        speedups.update({v.grade_id: v.measured for v in verdicts if v.measured is not None})
         with _environment(**_nbgrader_env()), _quiet_warnings(), Gradebook(course.db_url) as gb:
             for verdict in verdicts:
                 try:
@@ -812,7 +821,7 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path) -> li
                                       f"{verdict.score:g}/{verdict.max_score:g} (stored): {verdict.detail}"))
             gb.db.commit()
         _annotate(path, verdicts)
-    return flags
+    return flags, speedups
 
 
 def _annotate(path: Path, verdicts: list) -> None:

@@ -92,6 +92,8 @@ class CellVerdict:
     max_score: float
     detail: str
     conclusive: bool = True
+    measured: float | None = None
+    """The speed-up measured outside the kernel (speed cells), else None."""
 
 
 def is_performance_cell(grade_id: str | None) -> bool:
@@ -323,6 +325,7 @@ class _Measured:
 
 
 _MEASUREMENTS: list[str] = []  # what the remote helpers measured in the current cell
+_RATIOS: list[float] = []      # and the speed-ups among it
 
 
 def _staged_call(fn: _Remote, args: tuple) -> tuple[float, float, Any]:
@@ -442,6 +445,7 @@ def _install_remote_helpers() -> None:
         needed = at_least * (1.0 - margin)
         measured = _remote_speedup(candidate, baseline, make_args, settings, at_least, (needed,))
         _MEASUREMENTS.append(measured.describe())
+        _RATIOS.append(measured.ratio)
         if not measured.ratio >= needed:
             raise grading.GradingError(f"Not fast enough: {measured.describe()}; this test needs "
                                        f"{at_least:g}x (a measured {needed:.3g}x passes)")
@@ -458,6 +462,7 @@ def _install_remote_helpers() -> None:
         boundaries = (zero_at * (1.0 - margin), full_at * (1.0 - margin))
         measured = _remote_speedup(candidate, baseline, make_args, settings, full_at, boundaries)
         _MEASUREMENTS.append(measured.describe())
+        _RATIOS.append(measured.ratio)
         return grading._points_for(measured.ratio, full_at, zero_at, points, margin)
 
     def assert_peak_memory_below(fn, limit, /, *args, **kwargs):
@@ -594,6 +599,7 @@ def _judge(job: dict) -> list[dict]:
         unreadable = _bind_answers(worker, answers, ns)
         for cell in cells:
             _MEASUREMENTS.clear()
+            _RATIOS.clear()
             grade_id, points = cell["grade_id"], cell["points"]
             perf = is_performance_cell(grade_id)
             blocked = _names(cell["source"])[0] & unreadable
@@ -621,7 +627,8 @@ def _judge(job: dict) -> list[dict]:
             if grade_id and cell["graded"]:
                 parts = [] if outcome[1] == "passed" and _MEASUREMENTS else [outcome[1]]
                 detail = "; ".join(parts + [m for m in _MEASUREMENTS if m not in outcome[1]])
-                verdicts.append(asdict(CellVerdict(grade_id, outcome[0], points, detail, outcome[2])))
+                verdicts.append(asdict(CellVerdict(grade_id, outcome[0], points, detail, outcome[2],
+                                                   _RATIOS[-1] if _RATIOS else None)))
     finally:
         worker.close()
     return verdicts
