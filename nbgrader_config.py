@@ -63,6 +63,9 @@ def _step(name):
 
 
 c.CourseDirectory.root = ROOT
+# The gradebook's course row: nbgrader's own default, which Gradebook() also uses. With the
+# empty default of CourseDirectory, PostgreSQL (unlike SQLite) refuses every assignment row.
+c.CourseDirectory.course_id = "default_course"
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "assignments"
 c.CourseDirectory.submitted_directory = _step("submitted")

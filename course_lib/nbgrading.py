@@ -154,7 +154,7 @@ class Course:
         root_path = _find_root(root or os.environ.get("COURSE_ROOT"))
         grading = Path(grading_dir or os.environ.get("COURSE_GRADING_DIR") or root_path / "grading")
         grading = grading.expanduser().resolve()
-        url = db_url or os.environ.get("COURSE_DB_URL") or f"sqlite:///{grading / 'gradebook.db'}"
+        url = _driver(db_url or os.environ.get("COURSE_DB_URL") or f"sqlite:///{grading / 'gradebook.db'}")
         seconds = int(timeout if timeout is not None else os.environ.get("COURSE_CELL_TIMEOUT") or 60)
         if seconds <= 0:
             raise CourseError(f"the cell timeout must be a positive number of seconds, got {seconds}")
@@ -598,6 +598,17 @@ def check_notebook(path: str | Path, timeout: int = 60) -> CheckResult:
 # --- private helpers -------------------------------------------------------------------------
 
 _TAMPERING_PREFIX = "Tampering detected:"
+
+
+def _driver(url: str) -> str:
+    """``postgresql://`` with the driver that is installed: SQLAlchemy 2.1 assumes psycopg 3,
+    the course environment pins psycopg2."""
+    if url.startswith(("postgresql://", "postgres://")):
+        import importlib.util
+
+        if importlib.util.find_spec("psycopg") is None and importlib.util.find_spec("psycopg2") is not None:
+            return "postgresql+psycopg2://" + url.split("://", 1)[1]
+    return url
 
 
 def _find_root(start: str | Path | None) -> Path:
