@@ -31,6 +31,7 @@ Run from the repository root, after ``course release example``::
     .venv/bin/python benchmarks/grading_verdicts.py              # 120 notebooks, 15-30 min on 2 cores
     .venv/bin/python benchmarks/grading_verdicts.py --quick      # 3 of each kind
     .venv/bin/python benchmarks/grading_verdicts.py --repeats 5 --no-competitor
+    .venv/bin/python benchmarks/grading_verdicts.py --workers 2   # two submissions at a time (issue 7)
 
 The figure to reach (issue 3): 0 wrong verdicts in 120.
 """
@@ -115,6 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=10,
                         help="repeats per grading call (4 notebooks each, kinds interleaved; default 10)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary grading folder")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="grade with course grade --workers N (default 1); each ratio is still "
+                             "measured inside one worker")
     opts = parser.parse_args(argv)
     repeats = opts.repeats or (3 if opts.quick else 30)
     if repeats < 1 or opts.batch < 1:
@@ -156,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
                 reps = range(first, min(first + opts.batch, repeats))
                 folder = _write_submissions(workdir / f"submissions_{first:03d}", released, kinds, reps)
                 t0 = time.perf_counter()
-                results = nbgrading.grade(course, folder, [ASSIGNMENT], progress=False)
+                results = nbgrading.grade(course, folder, [ASSIGNMENT], progress=False, workers=opts.workers)
                 spent = time.perf_counter() - t0
                 grading_seconds += spent
                 loads.append(os.getloadavg()[0])
