@@ -22,7 +22,7 @@ demo: $(STAMP)
 	$(BIN)/python -m course_lib.demo
 	@echo "== Grading: release the example assignment, grade every sample submission (SQLite gradebook in grading/)"
 	$(BIN)/course release example
-	$(BIN)/course grade example --submissions examples/submissions --timeout 10 || test $$? -eq 1
+	$(BIN)/course grade example --submissions examples/submissions --timeout 10 --memory-limit 1GB || test $$? -eq 1
 	@echo "== Feedback for each student: grading/feedback/STUDENT/example/example.html; flags explained in grading/flags.csv"
 	@$(MAKE) --no-print-directory book
 
