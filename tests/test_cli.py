@@ -92,8 +92,15 @@ def test_default_grading_folder_is_git_ignored_grading(monkeypatch):
 def test_database_url_option_wins_over_environment(monkeypatch):
     monkeypatch.setenv("COURSE_DB_URL", "sqlite:////tmp/elsewhere.db")
     url = "postgresql://grader@localhost/measure_first"
-    assert nbgrading.Course.locate(root=ROOT, db_url=url).config().CourseDirectory.db_url == url
+    # the pinned driver is psycopg2; SQLAlchemy 2.1 would assume psycopg 3 for a bare postgresql://
+    expected = "postgresql+psycopg2://grader@localhost/measure_first"
+    assert nbgrading.Course.locate(root=ROOT, db_url=url).config().CourseDirectory.db_url == expected
     assert nbgrading.Course.locate(root=ROOT).db_url == "sqlite:////tmp/elsewhere.db"
+
+
+@pytest.mark.parametrize("url", ["sqlite:////tmp/g.db", "postgresql+psycopg2://u@h/db", "mysql://u@h/db"])
+def test_urls_that_name_their_driver_are_left_alone(url):
+    assert nbgrading._driver(url) == url
 
 
 @pytest.mark.parametrize("url, shown", [
