@@ -42,6 +42,7 @@ import time
 import timeit
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -177,10 +178,36 @@ class Competitor:
         self.process.join(5)
 
 
-def run_compare(pair: Pair, budget: float, reps: int) -> list[tuple[float, float, float, int]]:
-    """(ratio, seconds spent, faster side per call, rounds) for ``reps`` fresh comparisons."""
+_ONE_COMPARISON = """
+import json, sys, time
+sys.path.insert(0, {here!r})
+import compare_stability
+from course_lib import timing
+baseline, candidate, args = compare_stability.build({name!r})
+t0 = time.perf_counter()
+c = timing.compare(baseline, candidate, args=args, budget={budget!r})
+spent = time.perf_counter() - t0
+print(json.dumps([c.ratio, spent, min(c.baseline_seconds, c.candidate_seconds), c.rounds]))
+"""
+
+
+def run_compare(pair: Pair, budget: float, reps: int,
+                fresh_process: bool = False) -> list[tuple[float, float, float, int]]:
+    """(ratio, seconds spent, faster side per call, rounds) for ``reps`` fresh comparisons.
+
+    With ``fresh_process`` each comparison runs in a new interpreter, as each of
+    pyperf's values does: a process that has already run a function many times
+    (allocator pools filled, caches warm) can time it differently from a new
+    one, and this separates that effect from the method of measuring.
+    """
     from course_lib import timing
 
+    if fresh_process:
+        code = _ONE_COMPARISON.format(here=str(Path(__file__).resolve().parent), name=pair.name,
+                                      budget=budget)
+        return [tuple(json.loads(subprocess.run([sys.executable, "-c", code], check=True,
+                                                capture_output=True, text=True).stdout))
+                for _ in range(reps)]
     baseline, candidate, args = pair.build()
     out = []
     for _ in range(reps):
@@ -263,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budgets", default="0.3,1.0", help="comma-separated seconds")
     parser.add_argument("--no-pyperf", action="store_true", help="skip pyperf (no T1/T3 verdicts)")
     parser.add_argument("--json", help="also write all raw figures to this file")
+    parser.add_argument("--fresh-process", action="store_true",
+                        help="run every comparison in a new interpreter, as pyperf runs its values")
     opts = parser.parse_args(argv)
     # Imported here, not at the top: pyperf's workers import this module and
     # should pay only for the pair they build.
@@ -279,7 +308,8 @@ def main(argv: list[str] | None = None) -> int:
     print(timing.format_environment())
     print(f"mode: {'quick' if opts.quick else 'full'}, {reps} comparisons per pair/condition/budget, "
           f"pyperf {'--fast, 10' if opts.quick else 'default settings, 20'} processes per side "
-          "in halves ordered A B B A")
+          "in halves ordered A B B A"
+          + (", every comparison in a new interpreter" if opts.fresh_process else ""))
     print("note: other jobs share this machine, so 'quiet' means 'no competitor of ours', not idle.\n")
 
     results: dict[str, Any] = {}
@@ -290,12 +320,12 @@ def main(argv: list[str] | None = None) -> int:
             r["pyperf"] = run_pyperf(pair, fast=opts.quick)
         r["timeit_quiet"] = run_timeit(pair)
         for budget in budgets:
-            r[("quiet", budget)] = run_compare(pair, budget, reps)
+            r[("quiet", budget)] = run_compare(pair, budget, reps, opts.fresh_process)
         r["load_quiet"] = os.getloadavg()[0]
         with Competitor():
             r["timeit_busy"] = run_timeit(pair)
             for budget in budgets:
-                r[("busy", budget)] = run_compare(pair, budget, reps)
+                r[("busy", budget)] = run_compare(pair, budget, reps, opts.fresh_process)
             r["load_busy"] = os.getloadavg()[0]
         results[name] = r
         print(f"... {name} done ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
