@@ -205,9 +205,7 @@ def run_compare(pair: Pair, budget: float, reps: int,
     if fresh_process:
         code = _ONE_COMPARISON.format(here=str(Path(__file__).resolve().parent), name=pair.name,
                                       budget=budget)
-        return [tuple(json.loads(subprocess.run([sys.executable, "-c", code], check=True,
-                                                capture_output=True, text=True).stdout))
-                for _ in range(reps)]
+        return [_one_fresh_comparison(code, pair.name) for _ in range(reps)]
     baseline, candidate, args = pair.build()
     out = []
     for _ in range(reps):
@@ -216,6 +214,14 @@ def run_compare(pair: Pair, budget: float, reps: int,
         spent = time.perf_counter() - t0
         out.append((c.ratio, spent, min(c.baseline_seconds, c.candidate_seconds), c.rounds))
     return out
+
+
+def _one_fresh_comparison(code: str, name: str) -> tuple[float, float, float, int]:
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"the fresh interpreter comparing pair {name!r} failed "
+                           f"(exit {done.returncode}):\n{done.stderr.strip()}")
+    return tuple(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def run_timeit(pair: Pair) -> tuple[float, float]:
