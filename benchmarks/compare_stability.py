@@ -42,7 +42,6 @@ import time
 import timeit
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -178,17 +177,24 @@ class Competitor:
         self.process.join(5)
 
 
+# What a fresh interpreter runs for ``--fresh-process``: one comparison, printed as JSON.
 _ONE_COMPARISON = """
-import json, sys, time
+import json, sys
 sys.path.insert(0, {here!r})
 import compare_stability
-from course_lib import timing
-baseline, candidate, args = compare_stability.build({name!r})
-t0 = time.perf_counter()
-c = timing.compare(baseline, candidate, args=args, budget={budget!r})
-spent = time.perf_counter() - t0
-print(json.dumps([c.ratio, spent, min(c.baseline_seconds, c.candidate_seconds), c.rounds]))
+print(json.dumps(compare_stability.measure(*compare_stability.build({name!r}), {budget!r})))
 """
+
+
+def measure(baseline: Callable, candidate: Callable, args: tuple,
+            budget: float) -> tuple[float, float, float, int]:
+    """(ratio, seconds spent, faster side per call, rounds) of one comparison."""
+    from course_lib import timing
+
+    t0 = time.perf_counter()
+    c = timing.compare(baseline, candidate, args=args, budget=budget)
+    spent = time.perf_counter() - t0
+    return c.ratio, spent, min(c.baseline_seconds, c.candidate_seconds), c.rounds
 
 
 def run_compare(pair: Pair, budget: float, reps: int,
@@ -200,20 +206,11 @@ def run_compare(pair: Pair, budget: float, reps: int,
     (allocator pools filled, caches warm) can time it differently from a new
     one, and this separates that effect from the method of measuring.
     """
-    from course_lib import timing
-
     if fresh_process:
-        code = _ONE_COMPARISON.format(here=str(Path(__file__).resolve().parent), name=pair.name,
-                                      budget=budget)
+        code = _ONE_COMPARISON.format(here=HERE, name=pair.name, budget=budget)
         return [_one_fresh_comparison(code, pair.name) for _ in range(reps)]
     baseline, candidate, args = pair.build()
-    out = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        c = timing.compare(baseline, candidate, args=args, budget=budget)
-        spent = time.perf_counter() - t0
-        out.append((c.ratio, spent, min(c.baseline_seconds, c.candidate_seconds), c.rounds))
-    return out
+    return [measure(baseline, candidate, args, budget) for _ in range(reps)]
 
 
 def _one_fresh_comparison(code: str, name: str) -> tuple[float, float, float, int]:
