@@ -43,7 +43,7 @@ from nbgrader.preprocessors import (
     SaveAutoGrades,
 )
 
-from course_lib.nbgrading import CourseExecute, HideHiddenTests, RestoreMissingCells
+from course_lib.grader.nbgrading import CourseExecute, HideHiddenTests, RestoreMissingCells
 
 c = get_config()  # noqa: F821 (nbgrader provides get_config when it reads this file)
 

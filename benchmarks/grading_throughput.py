@@ -34,7 +34,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from course_lib import nbgrading, timing  # noqa: E402
+from course_lib import timing
+from course_lib.grader import nbgrading  # noqa: E402
 
 SAMPLES = ROOT / "examples" / "submissions"
 TIMEOUT = 8  # seconds per cell, as the end-to-end test grades the samples

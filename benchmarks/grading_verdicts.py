@@ -2,7 +2,7 @@
 
 Four kinds of submission of the example assignment are graded ``--repeats`` times each
 (default 30, so 120 notebooks) through real nbgrader, the way ``course grade`` does it
-(:func:`course_lib.nbgrading.grade`, a temporary grading folder, a SQLite gradebook),
+(:func:`course_lib.grader.nbgrading.grade`, a temporary grading folder, a SQLite gradebook),
 while a CPU-bound competitor process that this script starts and stops runs beside it:
 
 ``fast``
@@ -62,8 +62,9 @@ import nbformat  # noqa: E402
 
 import make_submissions  # noqa: E402
 from compare_stability import Competitor  # noqa: E402
-from course_lib import nbgrading, timing  # noqa: E402
-from course_lib._submissions import answered  # noqa: E402
+from course_lib import timing
+from course_lib.grader import nbgrading  # noqa: E402
+from course_lib.grader._submissions import answered  # noqa: E402
 
 ASSIGNMENT = "example"
 SPEED_CELL = "test_count_speed"

@@ -22,11 +22,10 @@ One module per concern; import the one you need::
     the Week 1 orders data and ETL job.
 ``grading``
     the checks that nbgrader grade cells call.
-``nbgrading``
-    grading on top of nbgrader: release, grade a batch with flags and feedback, a
-    student's self-check.
-``cli``
-    the ``course`` command (``release``, ``grade``, ``check``) over ``nbgrading``.
+``grader``
+    the instructor's grading machinery (batch grading, the out-of-kernel verifier,
+    the report, the student repository and the ``course`` command), kept apart so
+    that either can be read without the other.
 """
 
 __version__ = "0.1.0"

@@ -70,7 +70,7 @@ the first calls and garbage later; mutating the input. Not resisted: code in the
 student's kernel can in principle do anything (rebind this module's own globals,
 patch pandas internals or builtins, read the hidden tests from memory, or exit the
 kernel). ``course grade`` therefore grades these cells again outside the kernel
-(:mod:`course_lib.verification`), where none of that reaches the measurement.
+(:mod:`course_lib.grader.verification`), where none of that reaches the measurement.
 
 Examples
 --------

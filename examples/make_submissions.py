@@ -18,7 +18,7 @@ from pathlib import Path
 
 import nbformat
 
-from course_lib._submissions import answered, grade_id
+from course_lib.grader._submissions import answered, grade_id
 
 ROOT = Path(__file__).resolve().parents[1]
 RELEASED = ROOT / "assignments" / "example" / "example.ipynb"

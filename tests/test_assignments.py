@@ -33,8 +33,8 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from course_lib import cli
-from course_lib._submissions import answered, grade_id
+from course_lib.grader import cli
+from course_lib.grader._submissions import answered, grade_id
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 

@@ -1,6 +1,6 @@
 """The `course` command: exit codes, one-line errors, both submission layouts, `course check`.
 
-Fast tests drive course_lib.cli.main without starting a kernel; the ones marked slow run
+Fast tests drive course_lib.grader.cli.main without starting a kernel; the ones marked slow run
 notebooks (a few seconds each). The whole sample batch is graded in test_grading_e2e.py.
 """
 
@@ -18,9 +18,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_output
 
-from course_lib import cli, nbgrading
-from course_lib._nbpreprocessors import HideHiddenTests
-from course_lib._submissions import find_submissions
+from course_lib.grader import cli, nbgrading
+from course_lib.grader._nbpreprocessors import HideHiddenTests
+from course_lib.grader._submissions import find_submissions
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBMISSIONS = ROOT / "examples" / "submissions"
@@ -230,7 +230,7 @@ def test_grade_reads_github_classroom_repositories(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_a_kernel_that_ignores_interrupts_is_stopped_and_the_rest_scores_zero(tmp_path):
-    from course_lib._nbpreprocessors import CourseExecute
+    from course_lib.grader._nbpreprocessors import CourseExecute
 
     runaway = "import time\nwhile True:\n    try:\n        time.sleep(0.01)\n    except KeyboardInterrupt:\n        pass"
     nb = nbformat.v4.new_notebook(cells=[new_code_cell("x = 1"), new_code_cell(runaway), new_code_cell("x")])
@@ -248,7 +248,7 @@ def test_a_kernel_that_ignores_interrupts_is_stopped_and_the_rest_scores_zero(tm
      "memory-limit"),
 ])
 def test_a_kernel_past_its_limits_is_stopped_and_graded_on_what_ran(limits, runaway, kind, tmp_path):
-    from course_lib._nbpreprocessors import CourseExecute
+    from course_lib.grader._nbpreprocessors import CourseExecute
 
     cells = [new_code_cell("x = 1")] + [new_code_cell(runaway) for _ in range(4)] + [new_code_cell("x")]
     nb = nbformat.v4.new_notebook(cells=cells)

@@ -20,7 +20,7 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from course_lib import cli
+from course_lib.grader import cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from nbgrader.api import Gradebook
 
-from course_lib import cli, nbgrading
+from course_lib.grader import cli, nbgrading
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

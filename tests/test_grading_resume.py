@@ -26,7 +26,7 @@ SAMPLES = {"correct_fast": 10, "correct_slow": 6, "rebinds_assert_speedup": 6, "
 
 
 def _command(submissions: Path, grading: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "course_lib.cli", "grade", "example", "--submissions", str(submissions),
+    return [sys.executable, "-m", "course_lib.grader.cli", "grade", "example", "--submissions", str(submissions),
             "--grading-dir", str(grading), "--timeout", "8", "--no-progress", *extra]
 
 

@@ -1,4 +1,4 @@
-"""Tests for course_lib.report: the class report from a grading folder."""
+"""Tests for course_lib.grader.report: the class report from a grading folder."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import re
 import pytest
 from nbgrader.api import Gradebook
 
-from course_lib import cli
-from course_lib.nbgrading import Course, CourseError, _environment, _nbgrader_env
-from course_lib.report import write_report
+from course_lib.grader import cli
+from course_lib.grader.nbgrading import Course, CourseError, _environment, _nbgrader_env
+from course_lib.grader.report import write_report
 
 
 def _grading(tmp_path, records):

@@ -1,4 +1,4 @@
-"""Tests for course_lib._safe_pickle: plain data comes back, nothing that acts does."""
+"""Tests for course_lib.grader._safe_pickle: plain data comes back, nothing that acts does."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from course_lib._safe_pickle import UnsafePickle, loads
+from course_lib.grader._safe_pickle import UnsafePickle, loads
 from course_lib.grading import assert_same
 
 

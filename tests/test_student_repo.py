@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_lib import cli, nbgrading, student_repo
+from course_lib.grader import cli, nbgrading, student_repo
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -79,7 +79,7 @@ def test_no_gradebook_or_cache(student):
 
 
 @pytest.mark.parametrize("part", ["book", "_config.yml", "_toc.yml", "binder", "course_lib/grading.py",
-                                  "course_lib/nbgrading.py", "course_lib/cli.py", "assignments/week1/week1.ipynb",
+                                  "course_lib/grader/nbgrading.py", "course_lib/grader/cli.py", "assignments/week1/week1.ipynb",
                                   ".devcontainer/devcontainer.json", "pyproject.toml", "requirements.lock"])
 def test_student_parts_are_copied(student, part):
     assert (student / part).exists()
@@ -120,7 +120,7 @@ def test_course_check_runs_from_inside_the_student_copy(student):
     # `course release` must stop with a one-line error (no nbgrader_config.py).
     script = (
         "import importlib, pkgutil, sys, course_lib\n"
-        "from course_lib import cli\n"
+        "from course_lib.grader import cli\n"
         "for info in pkgutil.iter_modules(course_lib.__path__):\n"
         "    module = importlib.import_module('course_lib.' + info.name)\n"
         "    print('imported', module.__file__)\n"
@@ -150,7 +150,7 @@ def test_the_kernel_of_course_check_imports_the_student_copy(student, tmp_path):
         metadata={"nbgrader": {"grade": True, "grade_id": "probe", "locked": True, "points": 1,
                                "schema_version": 3, "solution": False, "task": False}})])
     nbformat.write(probe, tmp_path / "probe.ipynb")
-    script = "import sys; from course_lib import cli; sys.exit(cli.main(['check', 'probe.ipynb']))"
+    script = "import sys; from course_lib.grader import cli; sys.exit(cli.main(['check', 'probe.ipynb']))"
     outcome = subprocess.run([sys.executable, "-c", script], cwd=tmp_path,
                              env={**os.environ, "PYTHONPATH": str(student)},
                              capture_output=True, text=True, timeout=120)

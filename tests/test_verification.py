@@ -1,4 +1,4 @@
-"""Tests for course_lib.verification: verdicts measured where the student's code cannot reach.
+"""Tests for course_lib.grader.verification: verdicts measured where the student's code cannot reach.
 
 Each test writes a small instructor notebook (setup, one answer, a graded cell) and a
 "submission" of it with some answer, then calls ``verify_notebook`` directly, without
@@ -14,7 +14,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from course_lib.verification import CellVerdict, is_performance_cell, verify_notebook
+from course_lib.grader.verification import CellVerdict, is_performance_cell, verify_notebook
 
 pytestmark = pytest.mark.timeout(300)
 

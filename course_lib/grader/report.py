@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from course_lib.nbgrading import Course, CourseError, _environment, _nbgrader_env, _quiet_warnings
+from course_lib.grader.nbgrading import Course, CourseError, _environment, _nbgrader_env, _quiet_warnings
 
 __all__ = ["write_report"]
 

@@ -17,7 +17,7 @@ Examples
 >>> loads(pickle.dumps(os.getcwd))
 Traceback (most recent call last):
     ...
-course_lib._safe_pickle.UnsafePickle: the result refers to posix.getcwd, which a result may not contain
+course_lib.grader._safe_pickle.UnsafePickle: the result refers to posix.getcwd, which a result may not contain
 """
 
 from __future__ import annotations

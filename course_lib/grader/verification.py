@@ -5,7 +5,7 @@ everything the tests use. After autograding, ``course grade`` therefore grades e
 memory and scaling cell (grade ids ending ``_speed``, ``_memory``, ``_scaling``) once more,
 out of the student's reach:
 
-- a fresh *student worker* process (:mod:`course_lib._student_worker`) runs only the
+- a fresh *student worker* process (:mod:`course_lib.grader._student_worker`) runs only the
   notebook's non-test cells: the provided code, as released, and the student's answers;
 - a *verifier* process, started by the grader and running no student code, executes the
   instructor's own cells (the setup, and the test cells the graded cells need) from
@@ -23,7 +23,7 @@ out of the student's reach:
   stopping tracemalloc inside the call does not hide an allocation;
 - ``assert_scaling`` times the calls by the worker's CPU time read from ``/proc``.
 
-Results come back as pickles read with :func:`course_lib._safe_pickle.loads`, which only
+Results come back as pickles read with :func:`course_lib.grader._safe_pickle.loads`, which only
 rebuilds plain data: an object with a lying ``__eq__`` cannot even be received.
 
 The other test cells run in the verifier too, the student's functions again called in the
@@ -64,15 +64,15 @@ from typing import Any
 
 import nbformat
 
-from course_lib import _safe_pickle
-from course_lib._student_worker import LAUNCH, read_frame, write_frame
+from course_lib.grader import _safe_pickle
+from course_lib.grader._student_worker import LAUNCH, read_frame, write_frame
 
 __all__ = ["CellVerdict", "is_performance_cell", "verify_notebook", "PERFORMANCE_SUFFIXES"]
 
 PERFORMANCE_SUFFIXES = ("_speed", "_memory", "_scaling")
 """Grade ids ending in one of these are verified outside the student's kernel."""
 
-_JUDGE = "import sys; from course_lib.verification import _judge_main; sys.exit(_judge_main())"
+_JUDGE = "import sys; from course_lib.grader.verification import _judge_main; sys.exit(_judge_main())"
 _MIN_PAIRS = 9        # timed pairs per speed cell: the median of 9 has a 96% interval
 _MAX_PAIRS = 41
 _PAIR_BUDGET = 2.0    # at least this many seconds of timed pairs (the reference dominates)
@@ -301,7 +301,7 @@ class _Remote:
         raise _Inconclusive(f"{self.name}.{attribute} cannot be checked outside your kernel")
 
     def __reduce__(self) -> Any:
-        from course_lib._student_worker import Ref
+        from course_lib.grader._student_worker import Ref
 
         return Ref(self.name).__reduce__()
 

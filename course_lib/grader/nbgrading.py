@@ -2,7 +2,7 @@
 
 Everything here drives nbgrader's own converters (``GenerateAssignment``, ``Autograde``,
 ``GenerateFeedback``), its gradebook and its CSV export, configured by the repository's
-``nbgrader_config.py``; the ``course`` command (:mod:`course_lib.cli`) is a thin layer over it.
+``nbgrader_config.py``; the ``course`` command (:mod:`course_lib.grader.cli`) is a thin layer over it.
 
 What this module adds to nbgrader
 ---------------------------------
@@ -44,7 +44,7 @@ only makes sure that what the kernel did is graded, recorded and never lost:
 
 Code in the kernel can still rebind names the tests use, read hidden tests from memory or
 detect grading in other ways. So after autograding, :func:`grade_submission` grades every test
-cell again outside the student's kernel (:mod:`course_lib.verification`): speed, memory and
+cell again outside the student's kernel (:mod:`course_lib.grader.verification`): speed, memory and
 scaling cells get that verdict, other tests only ever lose points to it, and a disagreement is
 flagged ``verdict-differs`` with both figures. The kernel also runs under a memory limit and a
 whole-notebook time limit, watched from the grader's process (``memory-limit``,
@@ -84,15 +84,15 @@ from nbgrader.plugins.export import CsvExportPlugin
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
-from course_lib._nbpreprocessors import (
+from course_lib.grader._nbpreprocessors import (
     CELL_TIMEOUT,
     METADATA_KEY,
     CourseExecute,
     HideHiddenTests,
     RestoreMissingCells,
 )
-from course_lib._submissions import Submission, copy_submission, find_submissions
-from course_lib.verification import is_performance_cell, verify_notebook
+from course_lib.grader._submissions import Submission, copy_submission, find_submissions
+from course_lib.grader.verification import is_performance_cell, verify_notebook
 
 __all__ = [
     "CONFIG_FILE",
@@ -642,7 +642,7 @@ def _environment(**values: str) -> Iterator[None]:
 def _quiet_logger() -> logging.Logger:
     # nbgrader logs every step; the course command reports results itself, so the log only
     # goes to the buffer that nbgrader's capture_log attaches.
-    log = logging.getLogger("course_lib.nbgrading.nbgrader")
+    log = logging.getLogger("course_lib.grader.nbgrading.nbgrader")
     log.propagate = False
     log.setLevel(logging.INFO)
     return log

@@ -47,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = _parser().parse_args(argv)
     # nbgrading imports nbgrader (about two seconds): not needed to print --help.
-    from course_lib.nbgrading import CourseError
+    from course_lib.grader.nbgrading import CourseError
 
     try:
         return args.run(args)
@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 # --- private helpers -------------------------------------------------------------------------
 
 def _release(args: argparse.Namespace) -> int:
-    from course_lib import nbgrading
+    from course_lib.grader import nbgrading
 
     course = nbgrading.Course.locate(root=args.root)
     names = [args.assignment] if args.assignment else course.assignments()
@@ -75,7 +75,7 @@ def _release(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from course_lib import nbgrading, report
+    from course_lib.grader import nbgrading, report
 
     course = nbgrading.Course.locate(root=args.root, grading_dir=args.grading_dir, db_url=args.db)
     path = report.write_report(course, args.output)
@@ -84,7 +84,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from course_lib import nbgrading
+    from course_lib.grader import nbgrading
 
     course = nbgrading.Course.locate(root=args.root, grading_dir=args.grading_dir, db_url=args.db,
                                      timeout=args.timeout, notebook_timeout=args.notebook_timeout,
@@ -110,7 +110,7 @@ def _grade(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from course_lib import nbgrading
+    from course_lib.grader import nbgrading
 
     result = nbgrading.check_notebook(args.notebook, timeout=args.timeout or 60)
     print(result.report())
@@ -118,7 +118,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _student_repo(args: argparse.Namespace) -> int:
-    from course_lib import nbgrading, student_repo
+    from course_lib.grader import nbgrading, student_repo
 
     course = nbgrading.Course.locate(root=args.root)
     dest = student_repo.write_student_repo(course.root, args.dir, force=args.force, git=args.git)

@@ -1,6 +1,6 @@
 """The process that holds a student's answer code during the out-of-kernel verification.
 
-Started by :mod:`course_lib.verification` (``python -c "...; main([RFD, WFD])"``, so that this
+Started by :mod:`course_lib.grader.verification` (``python -c "...; main([RFD, WFD])"``, so that this
 module is imported under its own name and :class:`Ref` resolves in it).
 It runs the notebook's non-test cells (the provided code and the student's answers) in an
 IPython shell without a kernel, then answers requests on the pipe ``RFD`` / ``WFD``:
@@ -8,7 +8,7 @@ describe names, fetch values, call a function, measure a call's traced memory pe
 
 Nothing in this process is trusted by the grader: the clocks that time the calls are in the
 verifying process, every result travels back as a pickle that the verifier reads with
-:func:`course_lib._safe_pickle.loads`, and the student's printing goes to a log file, not to
+:func:`course_lib.grader._safe_pickle.loads`, and the student's printing goes to a log file, not to
 the pipe. This module only has to be correct for honest code.
 
 A timed call is three requests: ``stage`` sends the pickled inputs (unpickled here before
@@ -202,5 +202,5 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-LAUNCH = "import sys; from course_lib._student_worker import main; sys.exit(main(sys.argv[1:]))"
+LAUNCH = "import sys; from course_lib.grader._student_worker import main; sys.exit(main(sys.argv[1:]))"
 """The ``python -c`` program that starts a worker; its arguments are the two pipe fds."""

@@ -21,7 +21,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from course_lib.nbgrading import CourseError
+from course_lib.grader.nbgrading import CourseError
 
 __all__ = ["COPIED", "MAKE_TARGETS", "write_student_repo", "student_readme", "student_makefile"]
 
@@ -74,7 +74,7 @@ def write_student_repo(root: str | Path, dest: str | Path, *, force: bool = Fals
     >>> write_student_repo("/no/such/course", "/tmp/anywhere")
     Traceback (most recent call last):
     ...
-    course_lib.nbgrading.CourseError: /no/such/course is not a course repository (no assignments/ in it)
+    course_lib.grader.nbgrading.CourseError: /no/such/course is not a course repository (no assignments/ in it)
     """
     root = Path(root).expanduser().resolve()
     dest = Path(dest).expanduser().resolve()

@@ -1,0 +1,26 @@
+"""The instructor's grading machinery, apart from the helpers students import.
+
+Students' notebooks import :mod:`course_lib.grading` (the checks grade cells call) and
+the measuring helpers; nothing here is imported by them. This subpackage is what runs
+on the instructor's side:
+
+``nbgrading``
+    release, grade a batch with flags and feedback, a student's self-check, on top of
+    nbgrader.
+``verification``
+    the out-of-kernel verifier that re-grades speed, memory and scaling cells.
+``_student_worker``
+    the process that holds a student's answers while they are verified.
+``_safe_pickle``
+    reading what the worker sends back as plain data only.
+``_nbpreprocessors``, ``_submissions``
+    nbgrader preprocessors, and finding submissions in the layouts instructors use.
+``report``
+    the course report (one HTML page).
+``student_repo``
+    the repository students open, without solutions or hidden tests.
+``cli``
+    the ``course`` command.
+"""
+
+__all__: list[str] = []
