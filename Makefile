@@ -36,7 +36,7 @@ test: $(STAMP)
 MEASURE_FIRST_SIZE ?= small
 BOOK_HTML := $(if $(filter full,$(MEASURE_FIRST_SIZE)),_build/full/_build/html,_build/html)
 book: $(STAMP)
-	env -u MPLBACKEND MEASURE_FIRST_SIZE=$(MEASURE_FIRST_SIZE) $(BIN)/jupyter-book build . -W -n --keep-going \
+	env -u MPLBACKEND MEASURE_FIRST_STRICT=1 MEASURE_FIRST_SIZE=$(MEASURE_FIRST_SIZE) $(BIN)/jupyter-book build . -W -n --keep-going \
 	  $(if $(filter full,$(MEASURE_FIRST_SIZE)),--path-output _build/full)
 	@echo "== The book ($(MEASURE_FIRST_SIZE) size): open $(CURDIR)/$(BOOK_HTML)/index.html"
 

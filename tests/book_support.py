@@ -44,7 +44,8 @@ class BuildResult:
 def build_book() -> BuildResult:
     """Run ``jupyter-book build . -W -n --keep-going`` with MEASURE_FIRST_SIZE=small."""
     executable = Path(sys.executable).with_name("jupyter-book")
-    env = {**os.environ, "MEASURE_FIRST_SIZE": SIZE}
+    # strict: a false course_lib.claims claim fails the build (see course_lib/claims.py)
+    env = {**os.environ, "MEASURE_FIRST_SIZE": SIZE, "MEASURE_FIRST_STRICT": "1"}
     # conftest.py sets MPLBACKEND=Agg for the tests; a notebook kernel that inherits it
     # would draw no inline figures, so the chapters' plots would silently vanish.
     env.pop("MPLBACKEND", None)
