@@ -6,6 +6,10 @@
     course grade [ASSIGNMENT] --submissions DIR  collect, autograde, feedback, grades.csv, table
     course check NOTEBOOK                        a student's self-check of the visible tests
     course student-repo DIR [--force] [--git]    the repository students open, without solutions
+    course new NAME                              a new source notebook solutions/NAME/NAME.ipynb to edit
+    course calibrate ASSIGNMENT [--runs N]       measure the solution's performance cells, suggest thresholds
+    course selftest ASSIGNMENT                   grade the reference, the release and the variants to expected scores
+    course reset [--yes]                         delete the grading folder's state (keeps .venv and sources)
 
 Exit status (scripts may rely on it)
 ------------------------------------
@@ -26,6 +30,8 @@ and ``--timeout`` override them (or set ``COURSE_GRADING_DIR``, ``COURSE_DB_URL`
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -69,8 +75,77 @@ def _release(args: argparse.Namespace) -> int:
     if not names:
         raise nbgrading.CourseError(f"no assignments in {course.root / 'solutions'}")
     for name in names:
+        if not args.no_validate:
+            _validate(course, name)
         folder = nbgrading.release(course, name)
         print(f"released {name} -> {_show(folder, course.root)}")
+    return EXIT_OK
+
+
+def _validate(course, name: str) -> None:
+    from course_lib.grader import authoring, nbgrading
+
+    problems = authoring.validate_release(course, name)
+    if problems:
+        raise nbgrading.CourseError(f"not releasing {name}: {'; '.join(problems)} "
+                                    f"(see course selftest {name}; --no-validate skips this check)")
+
+
+def _new(args: argparse.Namespace) -> int:
+    from course_lib.grader import authoring, nbgrading
+
+    course = nbgrading.Course.locate(root=args.root)
+    try:
+        path = authoring.new_assignment(course.root, args.name)
+    except ValueError as err:
+        raise nbgrading.CourseError(str(err)) from None
+    print(f"new assignment -> {_show(path, course.root)}")
+    print(f"Next: edit it (Jupyter's Create Assignment toolbar shows the cells' roles), then "
+          f"course calibrate {args.name}, course selftest {args.name}, course release {args.name}.")
+    return EXIT_OK
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    from course_lib.grader import authoring, nbgrading
+
+    course = nbgrading.Course.locate(root=args.root, timeout=args.timeout)
+    course.notebooks(args.assignment)
+    load = f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the start"
+    cells = authoring.calibrate(course, args.assignment, runs=args.runs, busy=not args.no_busy,
+                                log=lambda line: print(line, file=sys.stderr, flush=True))
+    print(authoring.format_calibration(args.assignment, cells, load))
+    return EXIT_FLAGGED if any(c.problems for c in cells) else EXIT_OK
+
+
+def _selftest(args: argparse.Namespace) -> int:
+    from course_lib.grader import authoring, nbgrading
+
+    course = nbgrading.Course.locate(root=args.root, timeout=args.timeout)
+    course.notebooks(args.assignment)
+    rows = authoring.selftest(course, args.assignment, variants=args.variants)
+    print(authoring.format_selftest(args.assignment, rows))
+    return EXIT_OK if all(r.ok for r in rows) else EXIT_FLAGGED
+
+
+def _reset(args: argparse.Namespace) -> int:
+    from course_lib.grader import nbgrading
+
+    course = nbgrading.Course.locate(root=args.root, grading_dir=args.grading_dir)
+    folder = course.grading_dir
+    if not folder.exists():
+        print(f"nothing to reset: {_show(folder, course.root)} does not exist")
+        return EXIT_OK
+    if course.root == folder or course.root.is_relative_to(folder) or (course.root / "solutions") == folder:
+        raise nbgrading.CourseError(f"refusing to delete {folder}: it holds the course itself")
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise nbgrading.CourseError(f"this deletes {folder} (gradebook, grades, feedback); add --yes to confirm")
+        answer = input(f"Delete {folder} (gradebook, grades, feedback, logs)? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("nothing deleted")
+            return EXIT_OK
+    shutil.rmtree(folder)
+    print(f"deleted {_show(folder, course.root)} (a PostgreSQL gradebook given by --db is not touched)")
     return EXIT_OK
 
 
@@ -110,9 +185,14 @@ def _grade(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from course_lib.grader import nbgrading
+    # the students' own self-check (course_lib.check), so both commands report alike
+    from course_lib import check
+    from course_lib.grader.nbgrading import CourseError
 
-    result = nbgrading.check_notebook(args.notebook, timeout=args.timeout or 60)
+    try:
+        result = check.check_notebook(args.notebook, part=args.part, timeout=args.timeout or 60)
+    except check.CheckError as err:
+        raise CourseError(str(err)) from None
     print(result.report())
     return EXIT_OK if result.passed else EXIT_FLAGGED
 
@@ -138,6 +218,9 @@ def _parser() -> argparse.ArgumentParser:
                                   description="Regenerate the student version of an assignment "
                                               "(all when none is named) with nbgrader generate_assignment.")
     release.add_argument("assignment", nargs="?", help="assignment name (a folder of solutions/)")
+    release.add_argument("--no-validate", action="store_true",
+                         help="release without first grading the solution (full marks) and the untouched "
+                              "release (no performance points) in a temporary grading folder")
     _add_root(release)
     release.set_defaults(run=_release)
 
@@ -171,6 +254,7 @@ def _parser() -> argparse.ArgumentParser:
                                 description="Run your notebook in a fresh kernel and show which visible "
                                             "tests pass. Hidden tests run only when it is graded.")
     check.add_argument("notebook", type=Path, help="the notebook to check")
+    check.add_argument("--part", metavar="N", help="only the tests of part N (and the cells before them)")
     check.add_argument("--timeout", type=_seconds, metavar="S", help="seconds a cell may run (default 60)")
     check.set_defaults(run=_check)
 
@@ -193,6 +277,45 @@ def _parser() -> argparse.ArgumentParser:
     student.add_argument("--git", action="store_true", help="git init DIR and commit the result")
     _add_root(student)
     student.set_defaults(run=_student_repo)
+
+    new = commands.add_parser("new", help="write a new source notebook solutions/NAME/NAME.ipynb",
+                              description="Write a gradable skeleton (locked setup cell, an answer cell, a "
+                                          "correctness cell and a hidden speed cell) to edit into a new "
+                                          "assignment. Refuses an existing name.")
+    new.add_argument("name", help="the assignment's name: lower-case letters, digits and _")
+    _add_root(new)
+    new.set_defaults(run=_new)
+
+    calibrate = commands.add_parser("calibrate", help="measure the solution's performance cells",
+                                    description="Run the solution's speed, memory and scaling cells as the "
+                                                "grader measures submissions, N times quiet and N times beside "
+                                                "a CPU-bound competitor; print the measurements next to the "
+                                                "thresholds, the margin left and suggested thresholds.")
+    calibrate.add_argument("assignment", help="assignment name (a folder of solutions/)")
+    calibrate.add_argument("--runs", type=_count, default=3, metavar="N", help="runs per condition (default 3)")
+    calibrate.add_argument("--no-busy", action="store_true", help="skip the runs beside a competitor")
+    calibrate.add_argument("--timeout", type=_seconds, metavar="S", help="seconds a cell may run (default 60)")
+    _add_root(calibrate)
+    calibrate.set_defaults(run=_calibrate)
+
+    selftest = commands.add_parser("selftest", help="grade the reference, the release and variants",
+                                   description="Grade the solution, the untouched release and the variants of "
+                                               "tests/variants/ASSIGNMENT.py in a temporary grading folder and "
+                                               "check each gets its expected scores.")
+    selftest.add_argument("assignment", help="assignment name (a folder of solutions/)")
+    selftest.add_argument("--variants", type=Path, metavar="FILE",
+                          help="the variants file (default tests/variants/ASSIGNMENT.py when it exists)")
+    selftest.add_argument("--timeout", type=_seconds, metavar="S", help="seconds a cell may run (default 60)")
+    _add_root(selftest)
+    selftest.set_defaults(run=_selftest)
+
+    reset = commands.add_parser("reset", help="delete the grading folder (gradebook, grades, feedback)",
+                                description="Delete the grading folder and everything graded in it; "
+                                            "sources, assignments and .venv are kept.")
+    reset.add_argument("--grading-dir", type=Path, metavar="DIR", help="the grading folder (default grading/)")
+    reset.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    _add_root(reset)
+    reset.set_defaults(run=_reset)
     return parser
 
 
