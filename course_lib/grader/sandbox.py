@@ -58,6 +58,7 @@ from __future__ import annotations
 import itertools
 import os
 import secrets
+import shlex
 import shutil
 import signal
 import subprocess
@@ -103,16 +104,18 @@ class Limits:
 
     ``None`` leaves a limit off. ``memory`` caps the cgroup's ``memory.max`` when the memory
     controller is delegated, else each process's address space (``RLIMIT_AS``, a cruder
-    bound: virtual, not resident, memory). ``processes`` goes to ``pids.max`` when
-    delegated and always to ``RLIMIT_NPROC`` inside the sandbox's user namespace.
+    bound: virtual, not resident, memory). ``processes`` goes to ``pids.max`` (cgroup v2
+    when delegated, else a v1 pids group when one is writable) and always to
+    ``RLIMIT_NPROC`` inside the sandbox's user namespace, which alone does not bind a root
+    caller (:attr:`Sandbox.process_limit` says which applies).
 
     Examples
     --------
     >>> Limits(memory=2 * 2**30).processes
-    256
+    512
     """
 
-    processes: int | None = 256
+    processes: int | None = 512
     memory: int | None = 8 * 2**30
     file_size: int | None = 2**30
     open_files: int | None = 1024
@@ -191,7 +194,7 @@ class Sandbox:
         self.token = f"sbx-{secrets.token_hex(6)}"
         self._use_cgroup = use_cgroup
         self._cgroup: Path | None = None
-        self._cgroup_parent: Path | None = None
+        self._pids_v1: Path | None = None
         self._started: list[subprocess.Popen] = []
         self._pidns: str | None = None
         self._peak_seen = 0
@@ -205,6 +208,10 @@ class Sandbox:
             raise SandboxError(reason)
         if self._use_cgroup:
             self._cgroup = _make_cgroup(self.limits)
+        if self.limits.processes is not None and not self._has_pids_max():
+            # RLIMIT_NPROC does not bind a root caller (the sandbox's host uid is then 0,
+            # which the kernel exempts), so count processes in a cgroup v1 pids group.
+            self._pids_v1 = _make_pids_v1(self.limits.processes)
         self._open = True
         return self
 
@@ -222,9 +229,10 @@ class Sandbox:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-        if self._cgroup is not None:
-            _remove_cgroup(self._cgroup)
-            self._cgroup = None
+        for group in (self._cgroup, self._pids_v1):
+            if group is not None:
+                _remove_cgroup(group)
+        self._cgroup = self._pids_v1 = None
         self._open = False
 
     @property
@@ -256,10 +264,11 @@ class Sandbox:
             raise ValueError("the command to run in the sandbox is empty")
         command = [shutil.which("bwrap") or "bwrap", *self._bwrap_options(), "--",
                    *_prlimit(self.limits), *map(str, argv)]
-        if self._cgroup is None:
+        joins = [group / "cgroup.procs" for group in (self._cgroup, self._pids_v1) if group]
+        if not joins:
             return command
-        return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self._cgroup / "cgroup.procs"),
-                *command]
+        script = "".join(f"echo $$ > {shlex.quote(str(f))} || exit 125; " for f in joins)
+        return ["/bin/sh", "-c", script + 'exec "$@"', "sh", *command]
 
     def popen(self, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen:
         """Start ``argv`` in the sandbox; keywords as for :class:`subprocess.Popen`.
@@ -427,6 +436,19 @@ class Sandbox:
 
     # --- private ------------------------------------------------------------------------
 
+    def _has_pids_max(self) -> bool:
+        return self._cgroup is not None and (self._cgroup / "pids.max").exists()
+
+    @property
+    def process_limit(self) -> str:
+        """How the process limit is enforced: ``"pids.max"``, ``"pids.max (v1)"`` or ``"RLIMIT_NPROC"``.
+
+        ``RLIMIT_NPROC`` alone does not bind when the caller is root (see :meth:`__enter__`).
+        """
+        if self._has_pids_max():
+            return "pids.max"
+        return "pids.max (v1)" if self._pids_v1 is not None else "RLIMIT_NPROC"
+
     def _check_open(self) -> None:
         if not self._open:
             raise SandboxError("use the Sandbox in a with block (or call __enter__) before starting code")
@@ -576,6 +598,26 @@ def _make_cgroup(limits: Limits) -> Path | None:
             (group / "memory.swap.max").write_text("0")
     if limits.processes is not None and (group / "pids.max").exists():
         (group / "pids.max").write_text(str(limits.processes))
+    return group
+
+
+def _make_pids_v1(limit: int) -> Path | None:
+    # A hybrid cgroup host (v2 mounted beside v1 controllers) keeps "pids" in v1.
+    mounts = Path("/proc/self/mounts").read_text().splitlines()
+    mount = next((Path(f[1]) for f in map(str.split, mounts)
+                  if len(f) > 3 and f[2] == "cgroup" and "pids" in f[3].split(",")), None)
+    if mount is None:
+        return None
+    own = next((line.split(":", 2)[2] for line in Path("/proc/self/cgroup").read_text().splitlines()
+                if "pids" in line.split(":")[1].split(",")), "/")
+    group = mount / own.lstrip("/") / f"{_CGROUP_PREFIX}-{os.getpid()}-{next(_counter)}-{secrets.token_hex(3)}"
+    try:
+        group.mkdir()
+        (group / "pids.max").write_text(str(limit))
+    except OSError:
+        if group.is_dir():
+            group.rmdir()
+        return None
     return group
 
 
