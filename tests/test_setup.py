@@ -187,11 +187,32 @@ def test_devcontainer_has_the_python_and_jupyter_extensions(devcontainer):
     assert {"ms-python.python", "ms-toolsai.jupyter"} <= set(extensions)
 
 
-def test_devcontainer_installs_through_make(devcontainer, makefile):
-    assert devcontainer["postCreateCommand"] == "make venv"
+def test_devcontainer_installs_through_make_in_a_prebuild_step(devcontainer, makefile):
+    # updateContentCommand is what a Codespaces prebuild runs; postCreateCommand is not
+    assert devcontainer["updateContentCommand"] == "make venv"
+    assert "postCreateCommand" not in devcontainer and "postAttachCommand" not in devcontainer
     assert "venv" in makefile["rules"]
     interpreter = devcontainer["customizations"]["vscode"]["settings"]["python.defaultInterpreterPath"]
     assert interpreter.endswith("/.venv/bin/python"), "VS Code should use the environment make built"
+
+
+def test_devcontainer_puts_the_venv_first_on_every_path(devcontainer):
+    path = devcontainer["remoteEnv"]["PATH"]
+    assert path.startswith("${containerWorkspaceFolder}/.venv/bin:")
+    assert path.endswith(":${containerEnv:PATH}"), "the image's own PATH must stay after it"
+
+
+def test_devcontainer_starts_jupyterlab_once_from_a_script_that_exists(devcontainer):
+    command = devcontainer["postStartCommand"].split()
+    assert command[0] == "sh" and (ROOT / command[1]).is_file()
+    script = (ROOT / command[1]).read_text()
+    assert "nohup setsid" in script and "port_retries=0" in script and "kill -0" in script
+    assert devcontainer["portsAttributes"]["8888"]["label"] == "JupyterLab"
+    assert devcontainer["forwardPorts"] == [8888]
+
+
+def test_license_is_an_spdx_expression(project):
+    assert project["license"] == "MIT"
 
 
 # --- README ---------------------------------------------------------------------------------

@@ -11,6 +11,11 @@ and offers the executed notebook as a ``.ipynb`` download. Two things are missin
   (``_sources/<page>.ipynb``), on the ``gh-pages`` branch, so the Colab link points
   there instead.
 
+* **One repository URL.** ``repository.url`` in ``_config.yml`` is the one place that
+  names the public repository (the one ``course student-repo --url`` writes): the
+  substitutions ``{{ repo }}`` and ``{{ graded_week1 }}`` ... (a link to each graded
+  notebook in ``assignments/``) are made from it here, so no chapter or setting repeats it.
+
 A notebook opened in Colab, or downloaded and run in a fresh environment, has no
 ``course_lib``; the downloadable copy therefore gets one first cell that installs it
 from the repository when it is missing (and does nothing where it is installed).
@@ -23,13 +28,15 @@ from typing import Any
 
 import nbformat
 
-__all__ = ["setup"]
+__all__ = ["setup", "repository_substitutions"]
 
 SETUP_TAG = "measure-first-setup"
 
 
 def setup(app: Any) -> dict[str, Any]:
     app.add_config_value("measure_first_notebooks_branch", "gh-pages", "html")
+    # before myst reads its settings (builder-inited)
+    app.connect("config-inited", _add_substitutions)
     # 502: after sphinx-book-theme's launch and download buttons (priority 501), which
     # copy the executed notebook into _sources and build the theme's own links.
     app.connect("html-page-context", _add_launch_links, priority=502)
@@ -66,6 +73,35 @@ def _add_launch_links(app: Any, pagename: str, templatename: str, context: dict,
             button["url"] = f"{colab}/github/{org}/{repo}/blob/{pages_branch}/_sources/{ipynb}"
     _prepare_download(app, Path(app.outdir) / "_sources" / ipynb,
                       f"git+https://github.com/{org}/{repo}@{branch}")
+
+
+def repository_substitutions(url: str, branch: str, assignments: list[str]) -> dict[str, str]:
+    """MyST substitutions that link to the repository and to each graded notebook in it.
+
+    Examples
+    --------
+    >>> subs = repository_substitutions("https://github.com/org/pub", "main", ["week1"])
+    >>> subs["graded_week1"]
+    '[`assignments/week1/week1.ipynb`](https://github.com/org/pub/blob/main/assignments/week1/week1.ipynb)'
+    """
+    url = url.rstrip("/")
+    subs = {"repo": url}
+    for name in assignments:
+        path = f"assignments/{name}/{name}.ipynb"
+        subs[f"graded_{name}"] = f"[`{path}`]({url}/blob/{branch}/{path})"
+    return subs
+
+
+def _add_substitutions(app: Any, config: Any) -> None:
+    options = config.html_theme_options or {}
+    url = options.get("repository_url", "")
+    if not url:
+        return
+    folder = Path(app.srcdir) / "assignments"
+    names = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+    made = repository_substitutions(url, options.get("repository_branch") or "main", names)
+    # a substitution written in _config.yml wins over the one made here
+    config.myst_substitutions = {**made, **(config.myst_substitutions or {})}
 
 
 def _launch_group(context: dict) -> dict | None:

@@ -5,7 +5,7 @@
     course release [ASSIGNMENT]                  regenerate assignments/ from solutions/
     course grade [ASSIGNMENT] --submissions DIR  collect, autograde, feedback, grades.csv, table
     course check NOTEBOOK                        a student's self-check of the visible tests
-    course student-repo DIR [--force] [--git]    the repository students open, without solutions
+    course student-repo DIR [--url URL] [--git]  the public repository students open, without solutions
     course new NAME                              a new source notebook solutions/NAME/NAME.ipynb to edit
     course calibrate ASSIGNMENT [--runs N]       measure the solution's performance cells, suggest thresholds
     course selftest ASSIGNMENT                   grade the reference, the release and the variants to expected scores
@@ -201,8 +201,9 @@ def _student_repo(args: argparse.Namespace) -> int:
     from course_lib.grader import nbgrading, student_repo
 
     course = nbgrading.Course.locate(root=args.root)
-    dest = student_repo.write_student_repo(course.root, args.dir, force=args.force, git=args.git)
-    print(f"student repository -> {dest}")
+    dest = student_repo.write_student_repo(course.root, args.dir, url=args.url, force=args.force, git=args.git)
+    config = (dest / "_config.yml").read_text(encoding="utf-8")
+    print(f"student repository -> {dest}  (public at {student_repo.repository_url(config)}: push it there)")
     return EXIT_OK
 
 
@@ -275,6 +276,9 @@ def _parser() -> argparse.ArgumentParser:
     student.add_argument("dir", type=Path, metavar="DIR", help="where to write it (must not exist or be empty)")
     student.add_argument("--force", action="store_true", help="replace what DIR holds (its .git is kept)")
     student.add_argument("--git", action="store_true", help="git init DIR and commit the result")
+    student.add_argument("--url", metavar="URL",
+                         help="the public repository, https://github.com/ORG/REPO, that the book is "
+                              "published from and links to (default: repository.url in _config.yml)")
     _add_root(student)
     student.set_defaults(run=_student_repo)
 
