@@ -9,9 +9,10 @@ loop. :func:`hotspot` picks the top row. :func:`line_profile` goes one level fin
 ``line_profiler``: one row per source line of one function, which is what you want when a
 single NumPy expression dominates.
 
-Both profilers add a cost to every call (cProfile) or line (line_profiler), so code made
-of many tiny calls looks slower under them than it is: take total times from
-``timing.stages()`` or ``timing.bench()``, and shares from the profiler.
+Both profilers do their own bookkeeping at every call (cProfile) or every line
+(line_profiler). The more calls or lines a piece of code runs per unit of real work, the
+more its profiled time is inflated, so read shares from a profile and take total times
+from ``timing.stages()`` or ``timing.bench()``.
 """
 
 from __future__ import annotations
