@@ -9,6 +9,16 @@ GitHub Classroom's layout
 A folder may mix both. What is found is a list of :class:`Submission`; nothing is copied
 until :func:`copy_submission` puts one into nbgrader's ``submitted`` folder.
 
+Student names as LMS exports write them ("José García") are graded under an nbgrader-safe
+id from :func:`safe_student_id`: the name itself when it is already safe, else an ASCII
+slug and a short hash of the name. The id is deterministic (the same name always gives the
+same id, whichever Unicode normal form the zip used), and :func:`record_names` keeps the
+original names beside the grades so that reports can show them (:func:`read_names`).
+
+Symbolic links in a submission are never followed: a notebook or folder that is a link is
+skipped with a note, so a link cannot pull the grader's files into a submission, and a
+repository with links to ``.`` cannot make the search walk forever.
+
 :func:`answered` goes the other way, for samples, benchmarks and proofs: it makes a
 submission from a released notebook by filling its answer cells.
 """
@@ -16,17 +26,28 @@ submission from a released notebook by filling its answer cells.
 from __future__ import annotations
 
 import copy
+import csv
+import hashlib
+import os
 import re
 import shutil
+import unicodedata
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Submission", "find_submissions", "copy_submission", "UNREADABLE_SUFFIX", "grade_id", "answered"]
+__all__ = ["Submission", "find_submissions", "copy_submission", "UNREADABLE_SUFFIX", "grade_id", "answered",
+           "safe_student_id", "record_names", "read_names", "NAMES_FILE"]
 
 UNREADABLE_SUFFIX = ".unreadable"
 """Suffix under which an unreadable notebook is kept, so nbgrader skips it but nothing is lost."""
 
+NAMES_FILE = "students.csv"
+"""File in the grading folder that maps each safe student id to the name it was made from."""
+
 _STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")
+_UNSAFE_RUN = re.compile(r"[^A-Za-z0-9.@-]+")
+_SLUG_LENGTH = 40
 _SKIP_DIRS = {".git", ".ipynb_checkpoints", "__pycache__", ".venv", "node_modules"}
 
 
@@ -34,8 +55,10 @@ _SKIP_DIRS = {".git", ".ipynb_checkpoints", "__pycache__", ".venv", "node_module
 class Submission:
     """One student's submission of one assignment, as found on disk.
 
-    ``notebooks`` maps a notebook name (without ``.ipynb``) to the file found for it; a
-    notebook of the assignment that was not found is absent. ``notes`` are remarks for the
+    ``student`` is the nbgrader-safe id (see :func:`safe_student_id`), ``name`` the name
+    the folder gave when it differs. ``notebooks`` maps a notebook name (without
+    ``.ipynb``) to the file found for it; a notebook of the assignment that was not found
+    (or was a symbolic link) is absent. ``notes`` are remarks for the
     report, e.g. that several copies of a notebook were found and which one was used.
     """
 
@@ -44,6 +67,12 @@ class Submission:
     layout: str
     notebooks: dict[str, Path]
     notes: tuple[str, ...] = ()
+    name: str = ""
+
+    @property
+    def display_name(self) -> str:
+        """The student's name as the submission folder spelled it (``student`` when it was safe)."""
+        return self.name or self.student
 
 
 def grade_id(cell) -> str | None:
@@ -83,20 +112,20 @@ def find_submissions(folder: Path, assignment: str, notebook_names: list[str]) -
     FileNotFoundError
         if ``folder`` does not exist or is not a folder.
     ValueError
-        if two folders claim the same student, or a folder name is not a usable student id.
+        if two folders claim the same student.
     """
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"submissions folder not found: {folder}")
     found: dict[str, Submission] = {}
-    for child in sorted(p for p in folder.iterdir() if p.is_dir() and p.name not in _SKIP_DIRS):
+    for child in sorted(p for p in folder.iterdir() if _real_dir(p) and p.name not in _SKIP_DIRS):
         submission = _nbgrader_submission(child, assignment, notebook_names) or \
             _classroom_submission(child, assignment, notebook_names)
         if submission is None:
             continue
-        if not _STUDENT_ID.match(submission.student):
-            raise ValueError(f"{child}: {submission.student!r} is not a usable student id "
-                             "(letters, digits and _ . @ - only)")
+        safe = safe_student_id(submission.student)
+        if safe != submission.student:
+            submission = dataclasses.replace(submission, student=safe, name=submission.student)
         if submission.student in found:
             raise ValueError(f"two submissions of {assignment!r} for student {submission.student!r}: "
                              f"{child} and another folder; keep one")
@@ -117,18 +146,93 @@ def copy_submission(submission: Submission, destination: Path, readable: dict[st
         shutil.rmtree(destination)
     destination.mkdir(parents=True)
     for name, path in submission.notebooks.items():
+        if Path(path).is_symlink() or not Path(path).is_file():
+            continue  # only regular files: a link could point at anything the grader can read
         suffix = ".ipynb" if readable.get(name, True) else ".ipynb" + UNREADABLE_SUFFIX
         shutil.copyfile(path, destination / f"{name}{suffix}")
+
+
+def safe_student_id(name: str) -> str:
+    """The nbgrader-safe id under which the student called ``name`` is graded.
+
+    A name that is already safe (letters, digits and ``_ . @ -``, starting with a letter or
+    digit) is its own id. Any other name becomes an ASCII slug (accents dropped, other runs
+    of unsafe characters turned into ``_``, at most 40 characters) followed by ``-`` and
+    the first 8 hex digits of the SHA-256 of the name in Unicode NFC form: two names that
+    slug alike ("Jose Garcia", "José García") keep different ids, and the same name always
+    gives the same id. The original is kept by :func:`record_names` for display.
+
+    Raises
+    ------
+    ValueError
+        for an empty name.
+
+    Examples
+    --------
+    >>> safe_student_id("ana.lopez@uni.es")
+    'ana.lopez@uni.es'
+    >>> safe_student_id("José García")
+    'Jose_Garcia-978edf99'
+    >>> safe_student_id("Jose\u0301 Garci\u0301a")        # the same name, decomposed (macOS zip)
+    'Jose_Garcia-978edf99'
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"a student name must be a non-empty string, got {name!r}")
+    canonical = unicodedata.normalize("NFC", name)
+    if _STUDENT_ID.match(canonical):
+        return canonical
+    ascii_name = unicodedata.normalize("NFKD", canonical).encode("ascii", "ignore").decode()
+    slug = _UNSAFE_RUN.sub("_", ascii_name).strip("_.@-")[:_SLUG_LENGTH].rstrip("_.@-")
+    digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:8]
+    return f"{slug}-{digest}" if slug else f"student-{digest}"
+
+
+def record_names(grading_dir: Path, submissions: list[Submission]) -> Path:
+    """Add the original names of ``submissions`` whose id differs to ``grading_dir/students.csv``.
+
+    Earlier entries are kept (a later run may grade fewer students); the file has the
+    columns ``student`` (the safe id, as in ``grades.csv``) and ``name``.
+    """
+    path = Path(grading_dir) / NAMES_FILE
+    names = read_names(grading_dir)
+    names.update({s.student: s.name for s in submissions if s.name})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["student", "name"])
+        writer.writerows(sorted(names.items()))
+    return path
+
+
+def read_names(grading_dir: Path) -> dict[str, str]:
+    """The safe id -> original name map kept by :func:`record_names` (empty when none was kept).
+
+    Examples
+    --------
+    >>> names = read_names(course.grading_dir)              # doctest: +SKIP
+    >>> names.get(row["student"], row["student"])           # doctest: +SKIP
+    """
+    path = Path(grading_dir) / NAMES_FILE
+    if not path.exists():
+        return {}
+    with path.open(newline="", encoding="utf-8") as fh:
+        return {row["student"]: row["name"] for row in csv.DictReader(fh)}
 
 
 # --- private helpers -------------------------------------------------------------------------
 
 def _nbgrader_submission(child: Path, assignment: str, names: list[str]) -> Submission | None:
     folder = child / assignment
-    if not folder.is_dir():
+    if not _real_dir(folder):
         return None
-    notebooks = {name: folder / f"{name}.ipynb" for name in names if (folder / f"{name}.ipynb").is_file()}
-    return Submission(child.name, assignment, "nbgrader", notebooks)
+    notebooks, notes = {}, []
+    for name in names:
+        path = folder / f"{name}.ipynb"
+        if path.is_symlink():
+            notes.append(f"{name}.ipynb is a symbolic link; links are not followed")
+        elif path.is_file():
+            notebooks[name] = path
+    return Submission(child.name, assignment, "nbgrader", notebooks, tuple(notes))
 
 
 def _classroom_submission(child: Path, assignment: str, names: list[str]) -> Submission | None:
@@ -136,19 +240,36 @@ def _classroom_submission(child: Path, assignment: str, names: list[str]) -> Sub
     if not child.name.startswith(prefix) or len(child.name) == len(prefix):
         return None
     notebooks, notes = {}, []
+    links: list[Path] = []
+    found = list(_walk_notebooks(child, {f"{name}.ipynb" for name in names}, links))
     for name in names:
-        copies = sorted(_walk_notebooks(child, f"{name}.ipynb"), key=lambda p: (len(p.parts), str(p)))
+        copies = sorted((p for p in found if p.name == f"{name}.ipynb"),
+                        key=lambda p: (len(p.parts), str(p)))
         if copies:
             notebooks[name] = copies[0]
         if len(copies) > 1:
             notes.append(f"{len(copies)} copies of {name}.ipynb; graded {copies[0].relative_to(child)}")
+    if links:
+        shown = ", ".join(str(p.relative_to(child)) for p in links[:3])
+        more = f" and {len(links) - 3} more" if len(links) > 3 else ""
+        notes.append(f"{len(links)} symbolic link(s) not followed: {shown}{more}")
     return Submission(child.name[len(prefix):], assignment, "classroom", notebooks, tuple(notes))
 
 
-def _walk_notebooks(root: Path, filename: str):
-    for path in root.iterdir():
-        if path.is_dir():
-            if path.name not in _SKIP_DIRS:
-                yield from _walk_notebooks(path, filename)
-        elif path.name == filename:
-            yield path
+def _walk_notebooks(root: Path, filenames: set[str], links: list[Path]):
+    # os.scandir's entry types do not follow links: a link is recorded, never entered or
+    # taken, so a repository with links to "." or ".." is walked once.
+    with os.scandir(root) as entries:
+        for entry in sorted(entries, key=lambda e: e.name):
+            path = Path(entry.path)
+            if entry.is_symlink():
+                links.append(path)
+            elif entry.is_dir(follow_symlinks=False):
+                if entry.name not in _SKIP_DIRS:
+                    yield from _walk_notebooks(path, filenames, links)
+            elif entry.name in filenames and entry.is_file(follow_symlinks=False):
+                yield path
+
+
+def _real_dir(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink()
