@@ -323,3 +323,15 @@ def test_the_scanner_would_catch_a_cdn():
                                          "<link href=//fonts.example.org/a.css>"]
     finally:
         page.unlink()
+
+
+# --- claims --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("doc", [d for d in _toc_files()])
+def test_no_page_shows_a_claim_this_machine_did_not_bear_out(book, doc):
+    """A strict build fails on a false claim; this catches a non-strict cached page."""
+    if not _is_notebook(doc):
+        pytest.skip(f"{doc} has no code cells")
+    boxes = [_text(b)[:300] for b in _soup(doc).select("div.measure-first-claim")]
+    assert boxes == [], f"{doc}: claims that did not hold: {boxes}"
