@@ -1,0 +1,228 @@
+"""Tests for course_lib.grader.authoring: course new, calibrate, selftest, reset, release validation.
+
+The slow test is the instructor's whole flow through the CLI: ``course new`` writes an
+assignment, ``course calibrate`` measures it, ``course release`` validates and releases it,
+and ``course grade`` gives a right, a slow and a wrong submission their exact scores.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import shutil
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from course_lib.grader import authoring, cli
+from course_lib.grader._submissions import answered
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def course_root(tmp_path, monkeypatch):
+    """An empty course repository (only nbgrader_config.py) and a private validation cache."""
+    root = tmp_path / "course"
+    root.mkdir()
+    shutil.copy(ROOT / "nbgrader_config.py", root)
+    monkeypatch.setenv("COURSE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("COURSE_GRADING_DIR", raising=False)
+    return root
+
+
+def _cli(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = cli.main(list(argv))
+    return status, out.getvalue()
+
+
+# --- fast: the pieces ----------------------------------------------------------------------------
+
+def test_thresholds_are_read_from_positional_keyword_and_computed_arguments():
+    source = ("### BEGIN HIDDEN TESTS\nassert_speedup(f, g, lambda: (1,), 12, budget=0.5)\n"
+              "x = speedup_points(f, g, make_args=m, full_at=3.0 * _CORES, zero_at=2, points=8)\n"
+              "grading.assert_peak_memory_below(f, '20 MB', big)\n"
+              "assert_scaling(f, lambda n: n, sizes=[1, 2], max_exponent=1.5)\n### END HIDDEN TESTS")
+    found = authoring.thresholds(source)
+    assert [t.helper for t in found] == list(authoring.PERFORMANCE_HELPERS)
+    assert found[0].number("at_least") == 12 and found[0].number("budget") == 0.5
+    assert found[1].values["full_at"] == "3.0 * _CORES" and found[1].number("full_at") is None
+    assert found[1].number("zero_at") == 2
+    assert found[2].number("limit") == 20_000_000
+    assert found[3].number("max_exponent") == 1.5 and found[3].values["sizes"] == [1, 2]
+    assert authoring.thresholds("this is not python (") == []
+
+
+def test_new_writes_a_source_notebook_with_the_rules_and_refuses_an_existing_name(course_root, capsys):
+    assert cli.main(["new", "speedy", "--root", str(course_root)]) == cli.EXIT_OK
+    nb = nbformat.read(course_root / "solutions" / "speedy" / "speedy.ipynb", as_version=4)
+    nbformat.validate(nb)
+    meta = [c.metadata.get("nbgrader", {}) for c in nb.cells]
+    setup = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "setup")
+    first_line = next(line for line in setup.source.splitlines() if line and not line.startswith("#"))
+    assert first_line.startswith("from course_lib.grading import")  # helpers before any other code
+    assert setup.metadata.nbgrader["locked"] and not setup.metadata.nbgrader["solution"]
+    graded = {m["grade_id"]: m["points"] for m in meta if m.get("grade")}
+    assert graded == {"test_count_below": 2, "test_count_below_speed": 4}
+    answer = [m["grade_id"] for m in meta if m.get("solution")]
+    assert answer == ["count_below"]
+    speed = nb.cells[[m.get("grade_id") for m in meta].index("test_count_below_speed")].source
+    assert "### BEGIN HIDDEN TESTS" in speed and "def _count_slow" in speed and "seed=None" in speed
+
+    assert cli.main(["new", "speedy", "--root", str(course_root)]) == cli.EXIT_USAGE
+    assert "exists already" in capsys.readouterr().err
+    assert cli.main(["new", "week-9", "--root", str(course_root)]) == cli.EXIT_USAGE
+    assert "cannot name an assignment" in capsys.readouterr().err
+
+
+def test_calibration_report_gives_margin_suggestions_and_warns_of_refused_cells():
+    speed = authoring.CellCalibration(
+        "test_x_speed", "speed", tuple(authoring.thresholds("assert_speedup(f, g, m, at_least=10)")),
+        quiet=(40.0, 45.0, 50.0), busy=(30.0, 33.0, 36.0), reference_seconds=(0.004,) * 6)
+    text = authoring.format_calibration("wk", [speed])
+    assert "quiet  min 40x  median 45x  max 50x  (3 runs)" in text
+    assert "busy   min 30x  median 33x  max 36x" in text
+    assert "is 3 times at_least=10" in text
+    assert "suggested: full points at 10x" in text
+    assert "would take 400 us per call" in text and "UNDER 1 ms: the cell is refused" in text
+    memory = authoring.CellCalibration(
+        "test_x_memory", "memory", tuple(authoring.thresholds("assert_peak_memory_below(f, '20 MB', a)")),
+        quiet=(6_500_000.0,), busy=(6_600_000.0,))
+    scaling = authoring.CellCalibration(
+        "test_x_scaling", "scaling", tuple(authoring.thresholds("assert_scaling(f, m, [1, 2], 1.5)")),
+        quiet=(1.02, 1.1), problems=("busy: 0/3: could not be verified",))
+    text = authoring.format_calibration("wk", [memory, scaling])
+    assert "margin: the limit '20 MB' is 3 times the reference's largest peak" in text
+    assert "suggested: limit about 15.0 MB" in text
+    assert "a measured 1.60 passes; the reference's highest is 1.10 (+0.50)" in text
+    assert "warning: busy: 0/3: could not be verified" in text
+
+
+@pytest.mark.parametrize("x, nice", [(3.3, 3.0), (9.99, 8.0), (10.0, 10.0), (27.0, 25.0), (0.042, 0.04)])
+def test_suggested_thresholds_are_round_numbers_never_above_the_value(x, nice):
+    assert authoring._nice(x) == pytest.approx(nice)
+
+
+def test_variants_file_errors_are_one_line(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("VARIANTS = 3\n")
+    with pytest.raises(ValueError, match="defines no VARIANTS dict"):
+        authoring.load_variants(bad)
+    bad.write_text("raise RuntimeError('boom')\n")
+    with pytest.raises(ValueError, match="cannot be loaded .RuntimeError: boom"):
+        authoring.load_variants(bad)
+    good = tmp_path / "good.py"
+    good.write_text("VARIANTS = {'slow': {}, 'half': {}}\nEXPECT = {'half': {'total': (2, 3)}}\n")
+    variants, expect = authoring.load_variants(good)
+    assert set(variants) == {"slow", "half"}
+    assert expect["half"] == {"total": (2, 3)} and expect["slow"]["performance"] == 0
+    assert "wrong" not in expect  # defaults only for the kinds the file has
+
+
+def test_expected_scores_are_checked_per_group_and_per_cell():
+    maxima = {"test_a": 2.0, "test_a_speed": 4.0}
+    reference = authoring.SelftestRow("reference", {"test_a": 2.0, "test_a_speed": 4.0}, maxima)
+    slow = authoring.SelftestRow("slow", {"test_a": 2.0, "test_a_speed": 1.0}, maxima)
+    problems = list(authoring._unexpected(slow, {"performance": 0, "correctness": "full"}, reference))
+    assert problems == ["performance 1 (expected 0)"]
+    assert list(authoring._unexpected(slow, {"test_a_speed": (0.5, 1.5), "correctness": "full"}, reference)) == []
+    assert list(authoring._unexpected(slow, {"correctness": "less"}, reference)) == [
+        "correctness 2 (expected less than the reference's 2)"]
+    assert list(authoring._unexpected(slow, {"nope": 1}, reference)) == ["EXPECT names 'nope', not a test cell"]
+
+
+def test_competitor_burns_a_core_while_calibrating_and_stops():
+    start = os.times()
+    with authoring._competitor(True):
+        time.sleep(1.0)
+        children = [p for p in Path("/proc").iterdir() if p.name.isdigit()]
+        assert any("while True: pass" in (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="ignore")
+                   for p in children if (p / "cmdline").exists())
+    after = os.times()
+    assert after.children_user - start.children_user > 0.3  # it ran, and was reaped
+
+
+def test_reset_deletes_the_grading_folder_only_when_confirmed(course_root, capsys, monkeypatch):
+    grading = course_root / "grading-demo"
+    (grading / "done").mkdir(parents=True)
+    (grading / "gradebook.db").write_text("x")
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # not a terminal: no question asked
+    argv = ["reset", "--root", str(course_root), "--grading-dir", str(grading)]
+    assert cli.main(argv) == cli.EXIT_USAGE
+    assert "add --yes to confirm" in capsys.readouterr().err and grading.is_dir()
+    assert cli.main(argv + ["--yes"]) == cli.EXIT_OK
+    assert not grading.exists() and (course_root / "nbgrader_config.py").is_file()
+    assert cli.main(argv + ["--yes"]) == cli.EXIT_OK
+    assert "nothing to reset" in capsys.readouterr().out
+    assert cli.main(["reset", "--root", str(course_root), "--grading-dir", str(course_root), "--yes"]) == 2
+    assert "holds the course itself" in capsys.readouterr().err
+
+
+# --- slow: through nbgrader --------------------------------------------------------------------------
+
+SLOW_ANSWER = '''
+def count_below(values, limit):
+    return sum(1 for v in values.tolist() if v < limit)
+'''
+WRONG_ANSWER = '''
+def count_below(values, limit):
+    return int(np.count_nonzero(values > limit))
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_new_calibrate_release_and_grade_through_the_cli(course_root, tmp_path):
+    started = time.perf_counter()
+    root = ["--root", str(course_root)]
+    assert _cli("new", "speedy", *root)[0] == cli.EXIT_OK
+
+    status, report = _cli("calibrate", "speedy", "--runs", "1", "--no-busy", *root)
+    assert status == cli.EXIT_OK, report
+    assert "test_count_below_speed (speed): assert_speedup(at_least=10)" in report
+    assert "quiet  min" in report and "suggested: full points at" in report and "UNDER 1 ms" not in report
+
+    status, out = _cli("release", "speedy", *root)
+    assert status == cli.EXIT_OK, out
+    released = nbformat.read(course_root / "assignments" / "speedy" / "speedy.ipynb", as_version=4)
+    text = nbformat.writes(released)
+    assert "BEGIN HIDDEN TESTS" not in text and "_count_slow" not in text and "count_nonzero" not in text
+
+    solution = nbformat.read(course_root / "solutions" / "speedy" / "speedy.ipynb", as_version=4)
+    answers = authoring.solution_answers(solution)
+    submissions = tmp_path / "submissions"
+    for student, answer in {"right": answers["count_below"], "slow": SLOW_ANSWER, "wrong": WRONG_ANSWER}.items():
+        path = submissions / student / "speedy" / "speedy.ipynb"
+        path.parent.mkdir(parents=True)
+        nbformat.write(answered(released, {"count_below": answer}), path)
+    status, table = _cli("grade", "speedy", "--submissions", str(submissions), "--no-progress",
+                         "--grading-dir", str(tmp_path / "grading"), *root)
+    rows = {line.split()[0]: line.split()[1:4] for line in table.splitlines()[2:] if line.strip()
+            and line.split()[0] in ("right", "slow", "wrong")}
+    assert rows == {"right": ["6", "/", "6"], "slow": ["2", "/", "6"], "wrong": ["0", "/", "6"]}, table
+    print(f"\nnew + calibrate (1 quiet run) + release (validated) + grading 3 submissions: "
+          f"{time.perf_counter() - started:.0f} s wall")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_release_refuses_a_solution_that_fails_its_own_tests(course_root, capsys):
+    assert cli.main(["new", "broken", "--root", str(course_root)]) == cli.EXIT_OK
+    path = course_root / "solutions" / "broken" / "broken.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "count_below":
+            cell.source = cell.source.replace("values < limit", "values <= limit - 1")  # always 0
+    nbformat.write(nb, path)
+    assert cli.main(["release", "broken", "--root", str(course_root)]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert "not releasing broken: the solution does not get full marks: test_count_below 0/2" in err
+    assert "test_count_below_speed 0/4" in err and "--no-validate" in err
+    assert not (course_root / "assignments" / "broken").exists()
+    assert cli.main(["release", "broken", "--no-validate", "--root", str(course_root)]) == cli.EXIT_OK
