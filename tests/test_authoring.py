@@ -205,6 +205,8 @@ def test_new_calibrate_release_and_grade_through_the_cli(course_root, tmp_path):
     rows = {line.split()[0]: line.split()[1:4] for line in table.splitlines()[2:] if line.strip()
             and line.split()[0] in ("right", "slow", "wrong")}
     assert rows == {"right": ["6", "/", "6"], "slow": ["2", "/", "6"], "wrong": ["0", "/", "6"]}, table
+    log = (tmp_path / "grading" / "logs" / "speedy" / "right.log").read_text()
+    assert "=== nbgrader autograde: ok" in log and "has changed!" not in log  # hidden tests put back quietly
     print(f"\nnew + calibrate (1 quiet run) + release (validated) + grading 3 submissions: "
           f"{time.perf_counter() - started:.0f} s wall")
 
