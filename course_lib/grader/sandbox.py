@@ -321,7 +321,7 @@ class Sandbox:
         Examples
         --------
         >>> km = box.kernel_manager(scratch / "rt")          # doctest: +SKIP
-        >>> km.start_kernel(); kc = km.client(); kc.start_channels()
+        >>> km.start_kernel(); kc = km.client(); kc.start_channels()  # doctest: +SKIP
         """
         runtime = Path(runtime_dir).resolve()
         if not any(runtime == p or p in runtime.parents for p in (self.scratch, *self.read_write)):
