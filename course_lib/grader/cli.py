@@ -166,9 +166,11 @@ def _grade(args: argparse.Namespace) -> int:
                                      memory_limit=args.memory_limit)
     if args.assignment:
         course.notebooks(args.assignment)  # unknown assignment: one-line error before any work
+    roster = _roster(args.roster, course.root)
     results = nbgrading.grade(course, args.submissions, [args.assignment] if args.assignment else None,
                               progress=False if args.no_progress else None, force=args.force,
-                              workers=args.workers, scheduler=args.scheduler)
+                              workers=args.workers, scheduler=args.scheduler, roster=roster,
+                              due=args.due, repo_prefix=args.repo_prefix or os.environ.get("COURSE_REPO_PREFIX", ""))
     print(nbgrading.format_table(results))
     print()
     feedback = course.grading_dir / "feedback"
@@ -182,6 +184,30 @@ def _grade(args: argparse.Namespace) -> int:
         print(f"{len(flagged)} of {len(results)} submissions flagged for review.")
         return EXIT_FLAGGED
     return EXIT_OK
+
+
+def _roster(given: Path | None, root: Path) -> list | None:
+    from course_lib.grader import nbgrading
+    from course_lib.grader.roster import read_roster
+
+    path = given or (root / "roster.csv" if (root / "roster.csv").is_file() else None)
+    if path is None:
+        return None
+    if not path.is_file():
+        raise nbgrading.CourseError(f"roster not found: {path}")
+    try:
+        return read_roster(path)
+    except ValueError as err:
+        raise nbgrading.CourseError(str(err)) from None
+
+
+def _due(text: str):
+    from course_lib.grader.roster import parse_due
+
+    try:
+        return parse_due(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -246,6 +272,16 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--scheduler", metavar="ADDRESS",
                        help="grade on a Dask distributed cluster, e.g. tcp://10.0.0.5:8786 (workers must "
                             "see the course and grading folders at the same paths)")
+    grade.add_argument("--roster", type=Path, metavar="FILE",
+                       help="CSV with columns id, name, email: names and e-mails for the gradebook and "
+                            "grades.csv, and a 'missing' row for who did not submit (default roster.csv "
+                            "in the course repository, when there is one)")
+    grade.add_argument("--due", type=_due, metavar="WHEN",
+                       help="deadline stored as the assignment's due date, e.g. '2026-12-10 17:00' (UTC) "
+                            "or '2026-12-10T17:00+01:00'; late submissions are marked in grades.csv")
+    grade.add_argument("--repo-prefix", metavar="PREFIX",
+                       help="course-wide repositories DIR/PREFIX-STUDENT/assignments/ASSIGNMENT/: the "
+                            "GitHub Classroom assignment name to take off (or set COURSE_REPO_PREFIX)")
     grade.add_argument("--force", action="store_true",
                        help="grade again what was already graded (default: only new or changed submissions)")
     _add_root(grade)

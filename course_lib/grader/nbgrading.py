@@ -64,6 +64,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import csv
+import dataclasses
 import hashlib
 import html
 import json
@@ -80,7 +81,6 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.converters import Autograde, GenerateAssignment, GenerateFeedback
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.nbgraderformat import MetadataValidator
-from nbgrader.plugins.export import CsvExportPlugin
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
@@ -323,7 +323,8 @@ def release(course: Course, assignment: str) -> Path:
 
 def grade(course: Course, submissions: str | Path, assignments: list[str] | None = None,
           progress: bool | None = None, force: bool = False, workers: int = 1,
-          scheduler: str | None = None) -> list[SubmissionResult]:
+          scheduler: str | None = None, roster: list | None = None, due=None,
+          repo_prefix: str = "") -> list[SubmissionResult]:
     """Collect, autograde and give feedback on every submission in ``submissions``.
 
     Writes ``grading/grades.csv`` (nbgrader's CSV export of the whole gradebook) and
@@ -345,6 +346,14 @@ def grade(course: Course, submissions: str | Path, assignments: list[str] | None
     course repository and the grading folder at the same paths (one machine, or a shared
     file system) and should run one thread each.
 
+    ``roster``: :class:`course_lib.grader.roster.Student` rows whose names and e-mails go into
+    the gradebook and ``grades.csv``. ``due``: the deadline (naive UTC ``datetime``) stored as
+    the assignments' due date; a submission's time is its ``timestamp.txt`` (nbgrader's
+    layout) or its repository's last commit (GitHub Classroom), and nbgrader's
+    ``LateSubmissionPlugin`` applies the penalty. ``repo_prefix``: the GitHub Classroom
+    assignment name of course-wide repositories (``DIR/PREFIX-STUDENT/assignments/...``), taken
+    off their folder names to give the student ids.
+
     Raises
     ------
     CourseError
@@ -355,7 +364,7 @@ def grade(course: Course, submissions: str | Path, assignments: list[str] | None
     if not folder.is_dir():
         raise CourseError(f"submissions folder not found: {folder}")
     names = assignments or course.assignments()
-    found = {name: _find(folder, name, course.notebooks(name)) for name in names}
+    found = {name: _find(folder, name, course.notebooks(name), repo_prefix) for name in names}
     found = {name: subs for name, subs in found.items() if subs or assignments}
     if not any(found.values()):
         asked = ", ".join(names) if names else "(no assignments in solutions/)"
@@ -368,6 +377,7 @@ def grade(course: Course, submissions: str | Path, assignments: list[str] | None
     results, pending = [], []
     for name, subs in found.items():
         _sync_assignment(course, name)  # the gradebook is written by one process at a time here
+        _update_gradebook(course, name, roster, due)
         for submission in subs:
             done = None if force else _done_result(course, submission)
             if done is None:
@@ -381,7 +391,7 @@ def grade(course: Course, submissions: str | Path, assignments: list[str] | None
             results.append(result)
             bar.update()
     results.sort(key=lambda r: (r.assignment, r.student))
-    _export(course, results)
+    _export(course, results, roster)
     return results
 
 
@@ -461,6 +471,7 @@ def grade_submission(course: Course, submission: Submission) -> SubmissionResult
         problems[name] = _unreadable_reason(path)
         readable[name] = problems[name] is None
     copy_submission(submission, course.step("submitted", student, assignment), readable)
+    _write_timestamp(submission, course.step("submitted", student, assignment))
     for name, reason in problems.items():
         if reason:
             flags.append(Flag("malformed", (), f"{name}.ipynb: {reason}"))
@@ -699,11 +710,64 @@ def _last_error(outcome: dict) -> str:
     return lines[-1].strip() if lines else "unknown error"
 
 
-def _find(folder: Path, assignment: str, notebooks: list[str]) -> list[Submission]:
+def _find(folder: Path, assignment: str, notebooks: list[str], repo_prefix: str = "") -> list[Submission]:
     try:
-        return find_submissions(folder, assignment, notebooks)
+        found = find_submissions(folder, assignment, notebooks)
     except (FileNotFoundError, ValueError) as err:
         raise CourseError(str(err)) from None
+    prefix = repo_prefix.rstrip("-") + "-" if repo_prefix else ""
+    if prefix:  # course-wide repositories are named PREFIX-STUDENT by GitHub Classroom
+        found = [dataclasses.replace(s, student=s.student[len(prefix):])
+                 if s.layout == "course-repo" and s.student.startswith(prefix) and len(s.student) > len(prefix)
+                 else s for s in found]
+        students = [s.student for s in found]
+        twice = sorted({s for s in students if students.count(s) > 1})
+        if twice:
+            raise CourseError(f"two submissions of {assignment!r} for student {twice[0]!r} once {prefix!r} "
+                              "is taken off the repository names; keep one")
+    return found
+
+
+def _update_gradebook(course: Course, assignment: str, roster: list | None, due) -> None:
+    """Store the deadline and the roster's names and e-mails (in the grading process only)."""
+    if not roster and due is None:
+        return
+    from course_lib.grader.roster import _split_name
+
+    with _environment(**_nbgrader_env()), _quiet_warnings(), Gradebook(course.db_url) as gb:
+        if due is not None:
+            gb.update_or_create_assignment(assignment, duedate=due)
+        for person in roster or []:
+            first, last = _split_name(person.name)
+            gb.update_or_create_student(person.id, first_name=first or None, last_name=last or None,
+                                        email=person.email or None)
+
+
+def _write_timestamp(submission: Submission, destination: Path) -> None:
+    """nbgrader's ``timestamp.txt``: the one that came with the submission, else its last commit.
+
+    nbgrader compares it with the assignment's due date. A notebook folder's own
+    ``timestamp.txt`` (what ``nbgrader collect`` and the exchange write) wins; in a git
+    repository (GitHub Classroom) the time of the last commit is the submission time.
+    """
+    for path in submission.notebooks.values():
+        given = Path(path).parent / "timestamp.txt"
+        if given.is_file():
+            (destination / "timestamp.txt").write_text(given.read_text(encoding="utf-8"), encoding="utf-8")
+            return
+    for path in submission.notebooks.values():
+        for folder in Path(path).resolve().parents:
+            if (folder / ".git").exists():
+                import subprocess
+
+                try:
+                    when = subprocess.run(["git", "-C", str(folder), "log", "-1", "--format=%cI"],
+                                          capture_output=True, text=True, timeout=30).stdout.strip()
+                except (OSError, subprocess.SubprocessError):
+                    return
+                if when:
+                    (destination / "timestamp.txt").write_text(when + "\n", encoding="utf-8")
+                return
 
 
 def _sync_assignment(course: Course, assignment: str) -> None:
@@ -917,9 +981,13 @@ def _scores(course: Course, assignment: str, student: str) -> tuple[float, float
         return float(submission.score), float(submission.max_score), cells
 
 
-def _export(course: Course, results: list[SubmissionResult]) -> None:
+def _export(course: Course, results: list[SubmissionResult], roster: list | None = None) -> None:
+    from course_lib.grader.roster import write_grades
+
+    # Not nbgrader's CsvExportPlugin: it gives every student in the gradebook a 0 for every
+    # assignment, submitted or not; here a row is a graded submission (or a roster "missing").
     with _quiet_warnings(), Gradebook(course.db_url) as gb:
-        CsvExportPlugin(to=str(course.grading_dir / "grades.csv"), log=_quiet_logger()).export(gb)
+        write_grades(gb, course.grading_dir / "grades.csv", roster)
     flags_file = course.grading_dir / "flags.csv"
     done = {(r.assignment, r.student) for r in results}
     rows = []
