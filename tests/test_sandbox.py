@@ -55,6 +55,11 @@ def _python(box, code, **kwargs):
     return box.run([sys.executable, "-c", textwrap.dedent(code)], timeout=60, **kwargs)
 
 
+def _started_at(pid):
+    fields = sb._stat_fields(pid)
+    return fields[19] if fields else None   # starttime, field 22 of /proc/PID/stat
+
+
 def _wait_for_file(path, timeout=20):
     deadline = time.monotonic() + timeout
     while not path.exists() or not path.read_text().strip():
@@ -186,14 +191,15 @@ def test_freeze_stops_a_setsid_grandchild_and_exit_ends_it(scratch, course, mode
         while int((scratch / "counter").read_text()) == int(frozen):
             assert time.monotonic() < deadline, "thaw did not resume the daemon"
             time.sleep(0.05)
-        inside = box.processes()
+        inside = {pid: _started_at(pid) for pid in box.processes()}
         assert len(inside) >= 3          # pid 1, the worker and the daemon at least
         group = box.cgroup
     finally:
         box.close()
     assert worker.poll() is not None
-    alive = [pid for pid in inside if Path(f"/proc/{pid}").exists()
-             and sb._state(pid) not in ("Z", None)]
+    # the same pid with the same start time is the same process (pids are reused)
+    alive = [(pid, sb._readlink(f"/proc/{pid}/exe")) for pid, start in inside.items()
+             if _started_at(pid) == start and sb._state(pid) not in ("Z", None)]
     assert alive == [], f"processes of the sandbox survived its end: {alive}"
     assert group is None or not group.exists(), "the cgroup was not removed"
     assert scratch.is_dir(), "the scratch folder belongs to the caller and must stay"
