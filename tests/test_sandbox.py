@@ -301,3 +301,49 @@ def _execute(client, code):
         return reply["content"]["ename"]
     results = [m["content"]["data"]["text/plain"] for m in outputs if m["msg_type"] == "execute_result"]
     return results[-1]
+
+
+# --- a root grader: the sandbox is not root on the host ---------------------------------------
+
+@needs_bwrap
+@pytest.mark.skipif(os.geteuid() != 0, reason="the host uid question only arises for a root grader")
+def test_a_root_grader_runs_code_as_an_unprivileged_host_uid(scratch, course, tmp_path):
+    secret = tmp_path / "root-only.txt"        # outside every bind, 0600 root
+    secret.write_text("root's secret")
+    secret.chmod(0o600)
+    with Sandbox(scratch, read_only=[REPO / "course_lib"]) as box:
+        worker = box.popen([sys.executable, "-c", textwrap.dedent(f"""
+            import os, sys, time
+            try:
+                open({str(secret)!r}).read(); print("read", flush=True)
+            except OSError as error:
+                print(type(error).__name__, flush=True)
+            open("ready", "w").write(str(os.getpid()))
+            time.sleep(600)
+        """)], stdout=sb.subprocess.PIPE, text=True)
+        _wait_for_file(scratch / "ready", timeout=60)
+        pythons = [pid for pid in box.processes()
+                   if (sb._readlink(f"/proc/{pid}/exe") or "").startswith(str(Path(sys.executable).resolve().parent))]
+        host_uids = {pid: Path(f"/proc/{pid}/status").read_text().split("Uid:")[1].split()[:4]
+                     for pid in box.processes()}
+        box.kill()
+        first_line = worker.stdout.readline().strip()
+    assert pythons, "the sandboxed python was not found among the sandbox's processes"
+    for pid, uids in host_uids.items():   # real, effective, saved and file-system uid
+        assert uids == [str(sb._UID)] * 4, f"pid {pid} has host uids {uids}"
+    assert first_line in ("FileNotFoundError", "PermissionError")
+    assert (scratch / "ready").stat().st_uid == sb._UID  # written by the sandbox's own uid
+
+
+@needs_bwrap
+@pytest.mark.skipif(os.geteuid() != 0, reason="the host uid question only arises for a root grader")
+def test_a_bound_root_only_file_stays_unreadable(scratch, tmp_path):
+    # Binding does not lift a file's own permissions: a 0600 root file in a bound folder
+    # is unreadable for uid 65534, where a sandbox mapped to root could read it.
+    folder = tmp_path / "bound"
+    folder.mkdir()
+    (folder / "secret").write_text("x")
+    (folder / "secret").chmod(0o600)
+    with Sandbox(scratch, read_only=[folder]) as box:
+        done = _python(box, f"open({str(folder / 'secret')!r}).read()")
+    assert "PermissionError" in done.stderr

@@ -9,6 +9,8 @@ rights. A :class:`Sandbox` wraps a command line so that it runs under ``bwrap`` 
   ``--disable-userns`` (no nested namespaces to hide processes in);
 * uid/gid 65534 inside; the grader's processes are not even visible (new ``/proc``), so
   they cannot be signalled, traced, reniced or have their ``autogroup`` rewritten;
+* uid/gid 65534 on the host too when the grader runs as root (see "Root callers" below),
+  so that a process that escaped every namespace would still own nothing;
 * a file system made of the system (``/usr`` and the ``/bin``/``/lib`` links), a short
   list of harmless ``/etc`` files, the Python installation and virtual environment, all
   read-only; of the course only the paths the caller lists; a private scratch folder
@@ -24,6 +26,22 @@ rights. A :class:`Sandbox` wraps a command line so that it runs under ``bwrap`` 
   enabled in cgroup v2, and ``cgroup.kill``. Without cgroup v2 the same methods fall back
   to signals and ``/proc`` on every process of the sandbox's PID namespace
   (:attr:`Sandbox.mode` says which).
+
+Root callers
+------------
+``bwrap`` maps the sandbox's uid to the uid that started it, so a sandbox started by root
+would hold uid 0 on the host. As root, :meth:`Sandbox.wrap` therefore starts ``bwrap`` as
+the unprivileged uid 65534 (``setpriv --reuid=65534 --regid=65534 --clear-groups``, every
+capability dropped), and ``bwrap`` builds its user namespace unprivileged. ``bwrap`` then
+resolves every bind source as uid 65534 (it canonicalises even ``--bind-fd`` sources, so
+passing descriptors opened by root does not help), and paths such as the interpreter under
+``/root/.pyenv`` (``/root`` is 0700) or a ``pytest`` temporary folder are out of its reach.
+So, still as root but in a private mount namespace of its own (``unshare --mount``), the
+wrapper first bind-mounts each course, Python, scratch and runtime path onto an empty
+folder of a 0755 staging folder (private to this sandbox, removed by :meth:`close`), and
+``bwrap`` binds the staged copies to the original paths inside. The host's mount table is
+never touched. Inside, only the bound folders' own modes apply: the scratch and runtime
+folders are given to uid 65534 (``chown``), read-only paths must be world-readable.
 
 How the lead should wire it in
 ------------------------------
@@ -63,6 +81,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,6 +99,13 @@ ALLOWED_ENV = frozenset({
 """Variables a caller may pass into the sandbox (and any ``LC_*``); everything else is refused."""
 
 _UID = 65534  # "nobody" in Debian: owns nothing that matters
+_DROP = ("/usr/bin/setpriv", f"--reuid={_UID}", f"--regid={_UID}", "--clear-groups",
+         "--inh-caps=-all", "--bounding-set=-all")
+# How a root caller starts bwrap: as uid 65534 with no capability left, so that bwrap's
+# user namespace maps the sandbox's uid to 65534 on the host (not to 0).
+_SCRUBBED = ("/usr/bin/env", "-i", "PATH=/usr/bin:/bin")
+# Every launcher (ours, jupyter_client's) starts the wrapper with a clean environment:
+# bwrap's pid 1 inside keeps the environment it was started with in /proc/1/environ.
 _ETC_FILES = ("passwd", "group", "hosts", "nsswitch.conf", "ld.so.cache", "ld.so.conf",
               "ld.so.conf.d", "localtime", "timezone", "ssl", "ca-certificates", "fonts",
               "mime.types", "alternatives", "matplotlibrc", "os-release", "locale.alias")
@@ -139,13 +165,20 @@ def available() -> str | None:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return "bubblewrap (bwrap) is not installed: apt-get install bubblewrap"
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        missing = [tool for tool in ("/usr/bin/setpriv", "/usr/bin/unshare") if not os.path.exists(tool)]
+        if missing:
+            return (f"{' and '.join(missing)} missing: a root grader needs them to run bubblewrap "
+                    "unprivileged; apt-get install util-linux")
+        prefix = list(_DROP)
     try:
         done = subprocess.run(
-            [bwrap, *_NAMESPACES, "--ro-bind", "/usr", "/usr",
+            [*prefix, bwrap, *_NAMESPACES, "--ro-bind", "/usr", "/usr",
              "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
              "--symlink", "usr/lib64", "/lib64", "--proc", "/proc", "--uid", str(_UID),
              "--gid", str(_UID), "--", "/bin/true"],
-            capture_output=True, text=True, timeout=30)
+            capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"bubblewrap cannot run here ({error}); apt-get install bubblewrap"
     if done.returncode != 0:
@@ -199,6 +232,8 @@ class Sandbox:
         self._pidns: str | None = None
         self._peak_seen = 0
         self._open = False
+        self._stage: Path | None = None
+        self._staged: dict[Path, Path] = {}
 
     # --- life cycle ---------------------------------------------------------------------
 
@@ -212,6 +247,8 @@ class Sandbox:
             # RLIMIT_NPROC does not bind a root caller (the sandbox's host uid is then 0,
             # which the kernel exempts), so count processes in a cgroup v1 pids group.
             self._pids_v1 = _make_pids_v1(self.limits.processes)
+        if os.geteuid() == 0:
+            self._prepare_drop()
         self._open = True
         return self
 
@@ -233,6 +270,11 @@ class Sandbox:
             if group is not None:
                 _remove_cgroup(group)
         self._cgroup = self._pids_v1 = None
+        if self._stage is not None:
+            # Only empty mount points are left here (the mounts lived in the wrapper's
+            # private mount namespace), so nothing of the course is deleted.
+            shutil.rmtree(self._stage, ignore_errors=True)
+            self._stage = None
         self._open = False
 
     @property
@@ -265,10 +307,20 @@ class Sandbox:
         command = [shutil.which("bwrap") or "bwrap", *self._bwrap_options(), "--",
                    *_prlimit(self.limits), *map(str, argv)]
         joins = [group / "cgroup.procs" for group in (self._cgroup, self._pids_v1) if group]
-        if not joins:
-            return command
         script = "".join(f"echo $$ > {shlex.quote(str(f))} || exit 125; " for f in joins)
-        return ["/bin/sh", "-c", script + 'exec "$@"', "sh", *command]
+        if self._stage is not None:
+            # Root: bind the sources onto the staging folder in a private mount namespace,
+            # then start bwrap as uid 65534 (see "Root callers" in the module docstring).
+            # Every step is an exec in the same process, so the pid Popen sees is bwrap's.
+            mounts = "".join(f"/usr/bin/mount --bind {shlex.quote(str(src))} {shlex.quote(str(dst))} "
+                             "|| exit 125; " for src, dst in self._staged.items())
+            inner = f"{mounts}exec {' '.join(_DROP)} \"$@\""
+            return [*_SCRUBBED, "/bin/sh", "-c",
+                    script + 'exec /usr/bin/unshare --mount --propagation private -- /bin/sh -c "$0" sh "$@"',
+                    inner, *command]
+        if not joins:
+            return [*_SCRUBBED, *command]
+        return [*_SCRUBBED, "/bin/sh", "-c", script + 'exec "$@"', "sh", *command]
 
     def popen(self, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen:
         """Start ``argv`` in the sandbox; keywords as for :class:`subprocess.Popen`.
@@ -299,15 +351,27 @@ class Sandbox:
             raise
         return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
-    def kernel_manager_class(self) -> type:
-        """A ``jupyter_client.KernelManager`` subclass whose kernels start in this sandbox."""
+    def kernel_manager_class(self, base: type | None = None) -> type:
+        """A subclass of ``base`` (default ``jupyter_client.KernelManager``) whose kernels start here.
+
+        Pass ``jupyter_client.AsyncKernelManager`` for nbclient. For a root caller the
+        connection file (written by the grader, mode 0600) and its folder are handed to the
+        sandbox's uid 65534, so that the kernel can read the file and create its sockets.
+        """
         from jupyter_client import KernelManager
 
         sandbox = self
 
-        class SandboxedKernelManager(KernelManager):
+        class SandboxedKernelManager(base or KernelManager):  # type: ignore[misc, valid-type]
             def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
                 return sandbox.wrap(super().format_kernel_cmd(extra_arguments))
+
+            def write_connection_file(self, **kwargs: Any) -> Any:
+                written = super().write_connection_file(**kwargs)
+                if sandbox._stage is not None:
+                    os.chown(self.connection_file, _UID, _UID)
+                    os.chown(os.path.dirname(self.connection_file), _UID, _UID)
+                return written
 
         return SandboxedKernelManager
 
@@ -466,15 +530,33 @@ class Sandbox:
             options += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         options += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
         for path in _python_paths():
-            options += ["--ro-bind", str(path), str(path)]
+            options += ["--ro-bind", self._source(path), str(path)]
         for path in self.read_only:
-            options += ["--ro-bind", str(path), str(path)]
+            options += ["--ro-bind", self._source(path), str(path)]
         for path in (*self.read_write, self.scratch):
-            options += ["--bind", str(path), str(path)]
+            options += ["--bind", self._source(path), str(path)]
         options += ["--chdir", str(self.scratch), "--clearenv"]
         for key, value in self._environment().items():
             options += ["--setenv", key, value]
         return options
+
+    def _source(self, path: Path) -> str:
+        """Where bwrap finds ``path``: its staged mount point for a root caller, else itself."""
+        return str(self._staged.get(path, path))
+
+    def _prepare_drop(self) -> None:
+        """Give the writable folders to uid 65534 and make a mount point for every bind source."""
+        for folder in (*self.read_write, self.scratch):
+            _chown_tree(folder, _UID)
+        self._stage = Path(tempfile.mkdtemp(prefix="course-sandbox-stage-"))
+        self._stage.chmod(0o755)  # bwrap, as uid 65534, must reach the mount points
+        for index, path in enumerate((*_python_paths(), *self.read_only, *self.read_write, self.scratch)):
+            point = self._stage / str(index)
+            if path.is_dir():
+                point.mkdir()
+            else:
+                point.touch()
+            self._staged[path] = point
 
     def _environment(self) -> dict[str, str]:
         venv_bin = Path(sys.prefix) / "bin"
@@ -524,6 +606,15 @@ def _checked_env(env: Mapping[str, str]) -> dict[str, str]:
         if not isinstance(value, str):
             raise TypeError(f"sandbox environment value for {key} must be a str, got {value!r}")
     return dict(env)
+
+
+def _chown_tree(folder: Path, uid: int) -> None:
+    # Symlinks are changed themselves, never what they point to (a student's symlink could
+    # point anywhere in the course).
+    os.chown(folder, uid, uid, follow_symlinks=False)
+    for parent, dirs, files in os.walk(folder):
+        for name in (*dirs, *files):
+            os.chown(os.path.join(parent, name), uid, uid, follow_symlinks=False)
 
 
 def _python_paths() -> list[Path]:
