@@ -20,7 +20,7 @@ from nbformat.v4 import new_code_cell, new_output
 
 from course_lib.grader import cli, nbgrading
 from course_lib.grader._nbpreprocessors import HideHiddenTests
-from course_lib.grader._submissions import find_submissions
+from course_lib.grader._submissions import find_submissions, safe_student_id
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBMISSIONS = ROOT / "examples" / "submissions"
@@ -154,10 +154,11 @@ def test_one_student_in_both_layouts_is_an_error(tmp_path):
         find_submissions(tmp_path, "example", ["example"])
 
 
-def test_unusable_student_ids_are_refused(tmp_path):
+def test_unsafe_student_names_get_a_safe_id_and_keep_the_name(tmp_path):
     _put(tmp_path / "example-a b" / "example.ipynb")
-    with pytest.raises(ValueError, match="not a usable student id"):
-        find_submissions(tmp_path, "example", ["example"])
+    [found] = find_submissions(tmp_path, "example", ["example"])
+    assert found.student == safe_student_id("a b") != "a b"
+    assert found.name == "a b" and found.display_name == "a b"
 
 
 # --- feedback hides hidden tests ---------------------------------------------------------------
