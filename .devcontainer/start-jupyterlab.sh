@@ -21,9 +21,16 @@ if [ ! -x "$ROOT/.venv/bin/jupyter" ]; then
     exit 1
 fi
 export PATH="$ROOT/.venv/bin:$PATH"
+# Terminals run a plain interactive shell: the default, a login shell when there is no tty,
+# reads /etc/profile, which sets PATH again without .venv/bin.
+SHELL_CMD=$(command -v bash || command -v sh)
+# a container whose user is root (the Codespaces images use vscode) needs it said
+ROOT_OK=""
+if [ "$(id -u)" = 0 ]; then ROOT_OK="--allow-root"; fi
 export VIRTUAL_ENV="$ROOT/.venv"
 nohup setsid "$ROOT/.venv/bin/jupyter" lab --no-browser --ip=0.0.0.0 --port="$PORT" \
     --ServerApp.port_retries=0 --ServerApp.token='' --ServerApp.root_dir="$ROOT" \
-    >"$LOG" 2>&1 </dev/null &
+    --ServerApp.terminado_settings="{\"shell_command\": [\"$SHELL_CMD\"]}" \
+    $ROOT_OK >"$LOG" 2>&1 </dev/null &
 echo $! >"$PIDFILE"
 echo "JupyterLab starting on port $PORT (pid $!); its log: $LOG"

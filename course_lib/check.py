@@ -134,8 +134,11 @@ class CheckResult:
 
 
 def check(part: int | str | None = None, notebook: str | Path | None = None, *,
-          timeout: int = 60) -> CheckResult:
+          timeout: int = 60) -> CheckResult | None:
     """Check the notebook this is called from (saved copy), print the report, return the result.
+
+    Does nothing (returns None) while the notebook is itself being checked or graded
+    (``NBGRADER_EXECUTION`` set), so a ``check()`` cell left in a notebook is harmless.
 
     Parameters
     ----------
@@ -155,6 +158,11 @@ def check(part: int | str | None = None, notebook: str | Path | None = None, *,
     ...
     course_lib.check.CheckError: notebook not found: /no/such/week1.ipynb
     """
+    if os.environ.get("NBGRADER_EXECUTION"):
+        # this cell is itself being run by a check (or by the grader): checking again from
+        # here would start a kernel inside the kernel, for ever
+        print("check(): skipped while the notebook is being checked or graded")
+        return None
     path = Path(notebook) if notebook is not None else find_notebook()
     result = check_notebook(path, part=part, timeout=timeout)
     saved = datetime.datetime.fromtimestamp(path.stat().st_mtime)
