@@ -18,7 +18,10 @@ What they record goes to ``nb.metadata["measure_first"]`` (see :data:`METADATA_K
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import tempfile
 import threading
 import time
 from typing import Any
@@ -29,7 +32,7 @@ from nbformat.notebooknode import NotebookNode
 from nbformat.v4 import new_output
 from nbgrader import utils as nbutils
 from nbgrader.preprocessors import ClearHiddenTests, Execute, OverwriteCells
-from traitlets import Enum, Float, Integer, Unicode
+from traitlets import Bool, Enum, Float, Integer, List, Unicode
 
 __all__ = [
     "METADATA_KEY",
@@ -74,6 +77,15 @@ class CourseExecute(Execute):
     it started, and ``notebook_timeout``, the seconds the whole notebook may run. A kernel
     past either is killed; the cells that ran are graded, the rest score zero, and the
     reason is recorded (``kernel_stopped.kind`` is ``memory-limit`` or ``notebook-timeout``).
+
+    With ``sandboxed`` (what ``course grade`` sets), the kernel runs in a
+    :class:`course_lib.grader.sandbox.Sandbox`: the notebook's folder is copied into a
+    private scratch folder (its working folder: relative reads of the assignment's data
+    files work, writes stay there), the only course path it sees is ``course_lib``
+    (read-only), its environment is the sandbox's allow-list, it talks to nbclient over
+    ``ipc`` sockets in a runtime folder bound into the sandbox, and every process it started
+    (daemons included) is killed when the notebook ends. The memory limit then reads the
+    whole sandbox's memory.
     """
 
     # Every output is collected by the time the kernel is shut down; waiting for a graceful
@@ -100,6 +112,10 @@ class CourseExecute(Execute):
 
     watch_interval = Float(0.2, help="Seconds between two looks at the kernel's memory and time.").tag(config=True)
 
+    sandboxed = Bool(False, help="Run the kernel in a bubblewrap sandbox (see the class docstring).").tag(config=True)
+
+    sandbox_read_only = List(Unicode(), help="Further paths the sandboxed kernel may read.").tag(config=True)
+
     # nbclient binds the sync wrapper to its own coroutine, so it must be rebound here.
     start_new_kernel = run_sync(async_start_new_kernel)
 
@@ -108,6 +124,10 @@ class CourseExecute(Execute):
         self._limit_hit: tuple[str, str] | None = None
         self._started = time.monotonic()
         self._done = threading.Event()
+        self._box = None
+        base = None
+        if self.sandboxed and km is None:
+            base, self._box, km = self._sandboxed_kernel(nb, resources)
         watcher = threading.Thread(target=self._watch, name="kernel-limits", daemon=True)
         watcher.start()
         try:
@@ -115,9 +135,46 @@ class CourseExecute(Execute):
         finally:
             self._done.set()
             watcher.join()
+            if self._box is not None:
+                # Every process the notebook started ends with it (setsid daemons too).
+                try:
+                    self._box.kill()
+                finally:
+                    self._box.close()
+                    self._box = None
+                    shutil.rmtree(base, ignore_errors=True)
         if self._stopped is not None:
             nb.metadata.setdefault(METADATA_KEY, {})["kernel_stopped"] = self._stopped
         return nb, resources
+
+    def _sandboxed_kernel(self, nb: NotebookNode, resources: Any) -> tuple[str, Any, Any]:
+        """A scratch copy of the notebook's folder, a sandbox around it and a kernel manager in it."""
+        from jupyter_client import AsyncKernelManager
+
+        import course_lib
+        from course_lib.grader.sandbox import ALLOWED_ENV, Limits, Sandbox
+
+        folder = (resources or {}).get("metadata", {}).get("path") or os.getcwd()
+        # Short: the kernel's Unix socket paths must stay under 107 bytes.
+        base = tempfile.mkdtemp(prefix="cs-")
+        scratch, runtime = os.path.join(base, "w"), os.path.join(base, "rt")
+        # symlinks=True: a link the student sent stays a link (to a path the sandbox lacks).
+        shutil.copytree(folder, scratch, symlinks=True)
+        os.mkdir(runtime)
+        env = {k: v for k, v in os.environ.items() if k in ALLOWED_ENV and k != "PATH"}
+        box = Sandbox(scratch, read_only=[os.path.dirname(course_lib.__file__), *self.sandbox_read_only],
+                      read_write=[runtime], env=env, limits=Limits(memory=None, processes=256))
+        try:
+            box.__enter__()
+            manager = box.kernel_manager_class(AsyncKernelManager)
+            name = self.kernel_name or nb.metadata.get("kernelspec", {}).get("name") or "python3"
+            km = manager(kernel_name=name, transport="ipc", ip=os.path.join(runtime, "k"),
+                         connection_file=os.path.join(runtime, "kernel.json"), config=self.config)
+        except BaseException:
+            box.close()
+            shutil.rmtree(base, ignore_errors=True)
+            raise
+        return base, box, km
 
     def _watch(self) -> None:
         """Kill the kernel's process tree once it is past the memory or the notebook time limit."""
@@ -127,11 +184,16 @@ class CourseExecute(Execute):
             pid = getattr(getattr(getattr(self, "km", None), "provisioner", None), "pid", None)
             if pid is None or self._limit_hit is not None:
                 continue
+            box = self._box
             try:
-                kernel = psutil.Process(pid)
-                tree = [kernel, *kernel.children(recursive=True)]
-                resident = sum(_rss(p) for p in tree)
-            except psutil.Error:
+                if box is not None:
+                    # The whole sandbox: a process that left the kernel's tree still counts.
+                    resident, tree = box.memory_current(), []
+                else:
+                    kernel = psutil.Process(pid)
+                    tree = [kernel, *kernel.children(recursive=True)]
+                    resident = sum(_rss(p) for p in tree)
+            except (psutil.Error, OSError):
                 continue
             if self.memory_limit and resident > self.memory_limit:
                 self._limit_hit = ("memory-limit", f"the kernel used {_fmt_mb(resident)} of memory, above "
@@ -141,6 +203,11 @@ class CourseExecute(Execute):
                                                        f"{self.notebook_timeout} s")
             else:
                 continue
+            if box is not None:
+                try:
+                    box.kill()
+                except Exception:  # noqa: BLE001 - the kernel is also killed below, by nbclient's shutdown
+                    pass
             for process in reversed(tree):
                 try:
                     process.kill()

@@ -163,7 +163,7 @@ def _grade(args: argparse.Namespace) -> int:
 
     course = nbgrading.Course.locate(root=args.root, grading_dir=args.grading_dir, db_url=args.db,
                                      timeout=args.timeout, notebook_timeout=args.notebook_timeout,
-                                     memory_limit=args.memory_limit)
+                                     memory_limit=args.memory_limit, sandboxed=not args.no_sandbox)
     if args.assignment:
         course.notebooks(args.assignment)  # unknown assignment: one-line error before any work
     roster = _roster(args.roster, course.root)
@@ -267,6 +267,9 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--grading-dir", type=Path, metavar="DIR",
                        help="where submitted/, autograded/, feedback/ and the gradebook go (default grading/)")
     grade.add_argument("--no-progress", action="store_true", help="no progress bar")
+    grade.add_argument("--no-sandbox", action="store_true",
+                       help="run student code without the bubblewrap sandbox (every grade is flagged "
+                            "'unsandboxed'); by default grading refuses to start without one")
     grade.add_argument("--workers", type=_count, default=1, metavar="N",
                        help="grade N submissions at a time, each in its own process (default 1)")
     grade.add_argument("--scheduler", metavar="ADDRESS",

@@ -91,7 +91,8 @@ from course_lib.grader._nbpreprocessors import (
     HideHiddenTests,
     RestoreMissingCells,
 )
-from course_lib.grader._submissions import Submission, copy_submission, find_submissions
+from course_lib.grader._submissions import Submission, copy_submission, find_submissions, record_names
+from course_lib.grader.sandbox import available as sandbox_available
 from course_lib.grader.verification import is_performance_cell, verify_notebook
 
 __all__ = [
@@ -139,11 +140,13 @@ class Course:
     timeout: int
     notebook_timeout: int = 900
     memory_limit: int = 4_000_000_000
+    sandboxed: bool = True
+    """Run every kernel in a :class:`course_lib.grader.sandbox.Sandbox`; False flags each grade ``unsandboxed``."""
 
     @classmethod
     def locate(cls, root: str | Path | None = None, grading_dir: str | Path | None = None,
                db_url: str | None = None, timeout: int | None = None, notebook_timeout: int | None = None,
-               memory_limit: int | None = None) -> Course:
+               memory_limit: int | None = None, sandboxed: bool = True) -> Course:
         """The course whose ``nbgrader_config.py`` is in ``root`` (default: found upwards from here).
 
         Raises
@@ -165,14 +168,16 @@ class Course:
         if whole <= 0 or memory <= 0:
             raise CourseError(f"the notebook time limit and the memory limit must be positive, got "
                               f"{whole} s and {memory} bytes")
-        return cls(root_path, grading, url, seconds, whole, memory)
+        return cls(root_path, grading, url, seconds, whole, memory, sandboxed)
 
     def config(self) -> Config:
         """nbgrader's configuration: ``nbgrader_config.py`` read with this course's settings."""
         with _environment(COURSE_GRADING_DIR=str(self.grading_dir), COURSE_DB_URL=self.db_url,
                           COURSE_CELL_TIMEOUT=str(self.timeout), COURSE_NOTEBOOK_TIMEOUT=str(self.notebook_timeout),
                           COURSE_MEMORY_LIMIT=str(self.memory_limit)):
-            return PyFileConfigLoader(CONFIG_FILE, path=str(self.root)).load_config()
+            cfg = PyFileConfigLoader(CONFIG_FILE, path=str(self.root)).load_config()
+        cfg.CourseExecute.sandboxed = self.sandboxed
+        return cfg
 
     def assignments(self) -> list[str]:
         """The assignments in ``solutions/``: folders holding at least one notebook."""
@@ -207,7 +212,7 @@ class Flag:
     ``kind`` is one of ``malformed``, ``no-notebook``, ``restored``, ``overwritten``,
     ``timeout``, ``kernel-died``, ``kernel-unresponsive``, ``memory-limit``, ``notebook-timeout``,
     ``tampering``, ``unreliable``, ``verdict-differs``, ``unverified``,
-    ``reads-NBGRADER_EXECUTION``, ``grading-error``, ``note``; ``cells`` are the grade ids
+    ``reads-NBGRADER_EXECUTION``, ``grading-error``, ``unsandboxed``, ``note``; ``cells`` are the grade ids
     concerned; ``detail`` is a sentence for the report.
     """
 
@@ -372,12 +377,17 @@ def grade(course: Course, submissions: str | Path, assignments: list[str] | None
                           f"*.ipynb or GitHub Classroom's {folder}/ASSIGNMENT-STUDENT/...)")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise CourseError(f"workers must be a whole number >= 1, got {workers!r}")
+    if course.sandboxed and (reason := sandbox_available()) is not None:
+        raise CourseError(f"refusing to run student code without a sandbox: {reason} "
+                          "(or grade with --no-sandbox: every grade is then flagged unsandboxed)")
     course.grading_dir.mkdir(parents=True, exist_ok=True)
+    record_names(course.grading_dir, [s for subs in found.values() for s in subs])
     total = sum(len(subs) for subs in found.values())
     results, pending = [], []
     for name, subs in found.items():
         _sync_assignment(course, name)  # the gradebook is written by one process at a time here
         _update_gradebook(course, name, roster, due)
+        _record_display_names(course, subs, roster)
         for submission in subs:
             done = None if force else _done_result(course, submission)
             if done is None:
@@ -465,6 +475,9 @@ def grade_submission(course: Course, submission: Submission) -> SubmissionResult
     done_file = _done_file(course, submission)
     done_file.unlink(missing_ok=True)  # from here until the record is rewritten, it is not graded
     flags = [Flag("note", detail=note) for note in submission.notes]
+    if not course.sandboxed:
+        flags.append(Flag("unsandboxed", (), "graded with --no-sandbox: the student's code ran with "
+                                              "the grader's rights"))
     speedups: dict[str, float] = {}
     readable, problems = {}, {}
     for name, path in submission.notebooks.items():
@@ -979,6 +992,20 @@ def _scores(course: Course, assignment: str, student: str) -> tuple[float, float
             return 0.0, float(max_score), {}
         cells = {g.name: float(g.score) for nb in submission.notebooks for g in nb.grades}
         return float(submission.score), float(submission.max_score), cells
+
+
+def _record_display_names(course: Course, submissions: list[Submission], roster: list | None) -> None:
+    """Give a student graded under a safe id their original name in the gradebook (and grades.csv)."""
+    from course_lib.grader.roster import _split_name
+
+    on_roster = {person.id for person in roster or []}
+    renamed = [s for s in submissions if s.name and s.student not in on_roster]
+    if not renamed:
+        return
+    with _environment(**_nbgrader_env()), _quiet_warnings(), Gradebook(course.db_url) as gb:
+        for submission in renamed:
+            first, last = _split_name(submission.name)
+            gb.update_or_create_student(submission.student, first_name=first or None, last_name=last or None)
 
 
 def _export(course: Course, results: list[SubmissionResult], roster: list | None = None) -> None:
