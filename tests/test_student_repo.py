@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -22,17 +23,19 @@ import pytest
 from course_lib.grader import cli, nbgrading, student_repo
 
 ROOT = Path(__file__).resolve().parents[1]
+URL = "https://github.com/example-org/perf-course"
+PLACEHOLDER = "measure-first/" + "measure-first"  # split, so that this file is not a hit
 
 # Library idioms that a solution or hidden test uses as the book and course_lib's own
 # docstrings do; they reveal nothing. Any other overlap fails the test, to be looked at.
-_IDIOMS = {"start = time.perf_counter()", 'with sw("load"):'}
+_IDIOMS = {"start = time.perf_counter()", 'with sw("load"):', "for _ in range(5):"}
 _MIN_CHARS = 12
 
 
 @pytest.fixture(scope="module")
 def student(tmp_path_factory) -> Path:
     dest = tmp_path_factory.mktemp("student") / "measure-first"
-    assert cli.main(["student-repo", str(dest), "--root", str(ROOT)]) == cli.EXIT_OK
+    assert cli.main(["student-repo", str(dest), "--root", str(ROOT), "--url", URL]) == cli.EXIT_OK
     return dest
 
 
@@ -66,8 +69,9 @@ def test_the_leak_check_finds_a_source_notebook(tmp_path, secrets):
     assert kinds == {"solution", "hidden test"}
 
 
-@pytest.mark.parametrize("part", ["solutions", "grading", "examples", "tests", "benchmarks", ".github",
-                                  ".ci", "nbgrader_config.py", "course_lib.egg-info", ".venv", "_build"])
+@pytest.mark.parametrize("part", ["solutions", "grading", "examples", "tests", "benchmarks", ".github/workflows/tests.yml",
+                                  ".ci", "nbgrader_config.py", "course_lib.egg-info", ".venv", "_build",
+                                  "course_lib/grader"])
 def test_instructor_parts_are_left_out(student, part):
     assert not (student / part).exists()
 
@@ -78,32 +82,112 @@ def test_no_gradebook_or_cache(student):
     assert left == []
 
 
-@pytest.mark.parametrize("part", ["book", "_config.yml", "_toc.yml", "binder", "course_lib/grading.py",
-                                  "course_lib/grader/nbgrading.py", "course_lib/grader/cli.py", "assignments/week1/week1.ipynb",
-                                  ".devcontainer/devcontainer.json", "pyproject.toml", "requirements.lock"])
+@pytest.mark.parametrize("part", ["book", "_toc.yml", "binder", "course_lib/grading.py", "course_lib/check.py",
+                                  "course_lib/__main__.py", "assignments/week1/week1.ipynb",
+                                  ".devcontainer/devcontainer.json", ".devcontainer/start-jupyterlab.sh",
+                                  ".github/workflows/book.yml"])
 def test_student_parts_are_copied(student, part):
     assert (student / part).exists()
     if (student / part).is_file():
         assert (student / part).read_bytes() == (ROOT / part).read_bytes()
 
 
-def test_readme_tells_how_to_start_and_check(student):
+def test_readme_tells_how_to_start_check_and_submit(student):
     text = (student / "README.md").read_text()
-    for needed in ("Codespaces", "make venv", "course check assignments/", "How it is graded"):
-        assert needed in text
+    for needed in ("Codespaces", "make venv", "course check example.ipynb", "check(\"part2\")",
+                   "python -m course_lib check", "How it is graded", "/tmp/jupyterlab.log",
+                   "## Submit", "git push", "before the deadline", URL):
+        assert needed in text, needed
     released = sorted(p.name for p in (ROOT / "assignments").iterdir() if p.is_dir())
     for name in released:
         assert f"assignments/{name}/{name}.ipynb" in text
 
 
+def test_readme_grading_is_generated_from_the_notebooks(student):
+    text = (student / "README.md").read_text()
+    # week 1's speed cell gives partial credit (speedup_points); week 2's and the example's
+    # are all or nothing (assert_speedup); correctness cells are all or nothing
+    assert re.search(r"\| `test_price_speed` \| Part 4 \| 4 \| hidden \| partial credit: .*0 points at 3x", text)
+    assert re.search(r"\| `test_peak_speed` \| Part 1 \| 3 \| hidden \| all or nothing: at least 8x", text)
+    assert re.search(r"\| `test_count_speed` \| - \| 4 \| hidden \| all or nothing", text)
+    assert re.search(r"\| `test_price_visible` \| Part 4 \| 1 \| visible \| all or nothing \|", text)
+    assert "20 points; 4 of them by partial credit." in text
+    assert "Partial credit grows with the speed-up" not in text
+
+
+def test_rules_follow_the_source_notebook(tmp_path):
+    cell = nbformat.v4.new_code_cell(
+        "# Hidden speed test (2 points): from 2x to 5x.\n### BEGIN HIDDEN TESTS\nspeedup_points(f, g)\n"
+        "### END HIDDEN TESTS", metadata={"nbgrader": {"grade": True, "grade_id": "t_speed", "points": 2,
+                                                        "solution": False, "locked": True}})
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("## Part 3: go"), cell]),
+                   tmp_path / "w.ipynb")
+    assert student_repo.grading_rules(tmp_path / "w.ipynb") == [
+        {"grade_id": "t_speed", "part": "Part 3: go", "points": 2.0, "hidden": True, "partial": True,
+         "says": "from 2x to 5x."}]
+
+
+def test_one_setting_names_the_public_repository(student):
+    config = (student / "_config.yml").read_text()
+    assert student_repo.repository_url(config) == URL
+    hits = [str(p.relative_to(student)) for p in student.rglob("*") if p.is_file() and PLACEHOLDER in _text(p)]
+    assert hits == []
+
+
+def test_the_course_names_its_placeholder_in_one_place_only():
+    # everything else (book links, launch buttons, the Pages workflow) reads _config.yml's
+    # repository.url; the student copy gets the real URL there
+    skip = {".git", ".venv", "_build", "grading", "__pycache__", ".pytest_cache", ".hypothesis"}
+    hits = [(str(p.relative_to(ROOT)), _text(p).count(PLACEHOLDER)) for p in ROOT.rglob("*")
+            if p.is_file() and not skip & set(p.relative_to(ROOT).parts) and p.stat().st_size < 5_000_000
+            and PLACEHOLDER in _text(p)]
+    assert hits == [("_config.yml", 1)]
+
+
+def test_the_pages_workflow_publishes_only_from_the_named_repository(student):
+    workflow = (student / ".github" / "workflows" / "book.yml").read_text()
+    assert "steps.public.outputs.publish == 'true'" in workflow
+    step = re.search(r"url=\$\((.*?)\)\n", workflow).group(1)
+    found = subprocess.run(["sh", "-c", step], cwd=student, capture_output=True, text=True).stdout.strip()
+    assert found == URL
+
+
+def test_the_student_environment_is_lean_and_pinned(student):
+    import tomllib
+
+    lock = (student / "requirements.lock").read_text()
+    names = {line.split("==")[0].lower() for line in lock.splitlines() if "==" in line}
+    full = {line.strip() for line in (ROOT / "requirements.lock").read_text().splitlines()}
+    assert {line for line in lock.splitlines() if "==" in line} <= full, "every pin comes from the course's lock"
+    assert {"jupyterlab", "nbclient", "ipykernel", "numpy", "pandas", "numba"} <= names
+    assert not {"nbgrader", "dask", "distributed", "psycopg2-binary", "jupyter-book", "sqlalchemy"} & names
+    deps = tomllib.loads((student / "pyproject.toml").read_text())["project"]["dependencies"]
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["student"]
+    assert deps == extra
+    assert (student / "requirements-book.lock").read_text().endswith((ROOT / "requirements.lock").read_text())
+
+
+def test_a_bad_url_is_one_line(tmp_path, capsys):
+    assert cli.main(["student-repo", str(tmp_path / "s"), "--root", str(ROOT), "--url", "github.com/x"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "https://github.com/ORG/REPO" in err
+    assert not (tmp_path / "s").exists()
+
+
 def test_devcontainer_parses_and_its_make_target_runs(student):
     config = json.loads((student / ".devcontainer" / "devcontainer.json").read_text())
-    command = shlex.split(config["postCreateCommand"])
+    command = shlex.split(config["updateContentCommand"])
     assert command[0] == "make" and len(command) == 2
     # A dry run fails if the target, a prerequisite or a file it depends on is missing.
     outcome = subprocess.run(["make", "-n", "-C", str(student), command[1]], capture_output=True, text=True)
     assert outcome.returncode == 0, outcome.stderr
     assert "pip install -q -r requirements.lock" in outcome.stdout
+
+
+def test_make_book_adds_the_book_tools_first(student):
+    outcome = subprocess.run(["make", "-n", "-C", str(student), "book"], capture_output=True, text=True)
+    assert outcome.returncode == 0, outcome.stderr
+    assert outcome.stdout.index("-r requirements-book.lock") < outcome.stdout.index("jupyter-book build")
 
 
 @pytest.mark.parametrize("target", ["demo", "book", "clean"])
@@ -116,25 +200,23 @@ def test_other_make_targets_need_nothing_left_out(student, target):
 @pytest.mark.slow
 def test_course_check_runs_from_inside_the_student_copy(student):
     # A fresh interpreter whose course_lib is the student copy: every module must import
-    # from there, `course check` must run a released notebook's visible tests, and
-    # `course release` must stop with a one-line error (no nbgrader_config.py).
+    # from there, and `python -m course_lib check` must run a released notebook's visible tests.
     script = (
         "import importlib, pkgutil, sys, course_lib\n"
-        "from course_lib.grader import cli\n"
         "for info in pkgutil.iter_modules(course_lib.__path__):\n"
-        "    module = importlib.import_module('course_lib.' + info.name)\n"
-        "    print('imported', module.__file__)\n"
-        "print('release', cli.main(['release']))\n"
-        "sys.exit(cli.main(['check', 'example.ipynb']))\n"
+        "    if info.name != '__main__':\n"
+        "        module = importlib.import_module('course_lib.' + info.name)\n"
+        "        print('imported', module.__file__)\n"
+        "from course_lib.__main__ import main\n"
+        "sys.exit(main(['check', 'example.ipynb']))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(student)}
     outcome = subprocess.run([sys.executable, "-c", script], cwd=student / "assignments" / "example",
                              env=env, capture_output=True, text=True, timeout=120)
-    assert outcome.returncode == cli.EXIT_FLAGGED, outcome.stderr
+    assert outcome.returncode == 1, outcome.stderr
     imported = [line.split(" ", 1)[1] for line in outcome.stdout.splitlines() if line.startswith("imported ")]
     assert len(imported) >= 10
     assert all(Path(path).is_relative_to(student / "course_lib") for path in imported), imported
-    assert "release 2" in outcome.stdout and "no nbgrader_config.py" in outcome.stderr
     assert "FAIL  test_count_visible    0 / 2  NotImplementedError" in outcome.stdout
     assert "points in hidden tests" in outcome.stdout
     assert "Visible tests: 0 of 2 passed" in outcome.stdout
@@ -150,11 +232,11 @@ def test_the_kernel_of_course_check_imports_the_student_copy(student, tmp_path):
         metadata={"nbgrader": {"grade": True, "grade_id": "probe", "locked": True, "points": 1,
                                "schema_version": 3, "solution": False, "task": False}})])
     nbformat.write(probe, tmp_path / "probe.ipynb")
-    script = "import sys; from course_lib.grader import cli; sys.exit(cli.main(['check', 'probe.ipynb']))"
+    script = "import sys; from course_lib.check import main; sys.exit(main(['probe.ipynb']))"
     outcome = subprocess.run([sys.executable, "-c", script], cwd=tmp_path,
                              env={**os.environ, "PYTHONPATH": str(student)},
                              capture_output=True, text=True, timeout=120)
-    assert outcome.returncode == cli.EXIT_OK, outcome.stdout + outcome.stderr
+    assert outcome.returncode == 0, outcome.stdout + outcome.stderr
     assert "PASS  probe" in outcome.stdout
 
 
