@@ -43,6 +43,7 @@ from nbgrader.preprocessors import (
     SaveAutoGrades,
 )
 
+from course_lib.grader._nbpreprocessors import CapOutputs
 from course_lib.grader.nbgrading import CourseExecute, HideHiddenTests, RestoreMissingCells
 
 c = get_config()  # noqa: F821 (nbgrader provides get_config when it reads this file)
@@ -102,6 +103,7 @@ c.Autograde.autograde_preprocessors = [
     IgnorePattern,
     ClearMetadataPreprocessor,
     LimitOutput,
+    CapOutputs,  # bytes per cell and per notebook: one 200 MB line passes LimitOutput's line count
     SaveAutoGrades,
     AssignLatePenalties,
     CheckCellMetadata,

@@ -31,7 +31,7 @@ from nbclient.util import ensure_async, run_sync
 from nbformat.notebooknode import NotebookNode
 from nbformat.v4 import new_output
 from nbgrader import utils as nbutils
-from nbgrader.preprocessors import ClearHiddenTests, Execute, OverwriteCells
+from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor, OverwriteCells
 from traitlets import Bool, Enum, Float, Integer, List, Unicode
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "NOT_RUN",
     "CELL_TIMEOUT",
     "CourseExecute",
+    "CapOutputs",
     "RestoreMissingCells",
     "HideHiddenTests",
 ]
@@ -264,6 +265,86 @@ class CourseExecute(Execute):
     async def _async_shutdown_unresponsive(self) -> None:
         if self.km is not None and await ensure_async(self.km.is_alive()):
             await ensure_async(self.km.shutdown_kernel(now=True))
+
+
+class CapOutputs(NbGraderPreprocessor):
+    """Cut what a cell's outputs may put into the autograded notebook and the feedback.
+
+    Each code cell keeps at most ``max_cell_bytes`` of output and the whole notebook at
+    most ``max_notebook_bytes`` (sizes of the text and of the encoded images, in bytes). A cut
+    is marked where it happened, so that the student sees it. What decides a grade survives
+    every cut: an error output keeps its name and message (its traceback is shortened), a
+    ``stderr`` stream is shortened but never emptied (it fails a test cell), and a short
+    ``text/plain`` result (a partial-credit score) is always kept.
+
+    Examples
+    --------
+    >>> from nbformat.v4 import new_code_cell, new_notebook, new_output
+    >>> cell = new_code_cell(outputs=[new_output("stream", name="stdout", text="x" * 300)])
+    >>> nb, _ = CapOutputs(max_cell_bytes=100).preprocess(new_notebook(cells=[cell]), {})
+    >>> len(cell.outputs[0].text), "cut by the grader" in cell.outputs[-1].text
+    (100, True)
+    """
+
+    max_cell_bytes = Integer(100_000, help="Bytes of output one code cell may keep.").tag(config=True)
+    max_notebook_bytes = Integer(2_000_000, help="Bytes of output the whole notebook may keep.").tag(config=True)
+
+    def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
+        self._left = self.max_notebook_bytes
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell: NotebookNode, resources: dict, cell_index: int) -> tuple[NotebookNode, dict]:
+        if cell.cell_type != "code":
+            return cell, resources
+        budget = min(self.max_cell_bytes, max(self._left, 0))
+        total = sum(_output_size(o) for o in cell.outputs)
+        if total <= budget:
+            self._left -= total
+            return cell, resources
+        kept, used, cut = [], 0, False
+        for output in cell.outputs:
+            size = _output_size(output)
+            if not cut and used + size <= budget:
+                kept.append(output)
+                used += size
+                continue
+            room = 0 if cut else budget - used
+            cut = True
+            plain = output.get("data", {}).get("text/plain", "")
+            if output.output_type == "stream" and room > 0:
+                output.text = output.text[:room]
+                kept.append(output)
+            elif _decides_grade(output):
+                kept.append(_shortened(output))
+            elif output.output_type == "execute_result" and len(plain) <= 1000:
+                output.data = {"text/plain": plain}  # a partial-credit cell's score
+                kept.append(output)
+            used = budget
+        kept.append(new_output("stream", name="stdout", text=(
+            f"\n[output cut by the grader: this cell's outputs came to {total:,} bytes; at most "
+            f"{budget:,} are kept]\n")))
+        cell.outputs = kept
+        self._left -= sum(_output_size(o) for o in cell.outputs)
+        return cell, resources
+
+
+def _output_size(output: NotebookNode) -> int:
+    if output.output_type == "stream":
+        return len(output.text.encode("utf-8", "replace"))
+    if output.output_type == "error":
+        return sum(len(t) for t in output.traceback) + len(output.ename) + len(output.evalue)
+    return sum(len(v) if isinstance(v, str) else len(str(v)) for v in output.get("data", {}).values())
+
+
+def _decides_grade(output: NotebookNode) -> bool:
+    return output.output_type == "error" or (output.output_type == "stream" and output.name == "stderr")
+
+
+def _shortened(output: NotebookNode) -> NotebookNode:
+    if output.output_type == "error":
+        return new_output("error", ename=output.ename, evalue=output.evalue[:1000],
+                          traceback=[f"{output.ename}: {output.evalue[:1000]}", "[traceback cut by the grader]"])
+    return new_output("stream", name="stderr", text=output.text[:200] + "\n[output cut by the grader]\n")
 
 
 class RestoreMissingCells(OverwriteCells):
