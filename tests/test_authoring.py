@@ -312,3 +312,11 @@ def test_submission_time_is_the_repository_last_commit(tmp_path):
     (nb.parent / "timestamp.txt").write_text("2026-12-11 09:00:00")  # nbgrader's own file wins
     _write_timestamp(Submission("ada", "week1", "course-repo", {"week1": nb}), out)
     assert (out / "timestamp.txt").read_text() == "2026-12-11 09:00:00"
+
+
+def test_the_guide_shows_the_example_that_course_new_writes():
+    guide = (ROOT / "book" / "instructors.md").read_text()
+    for part in (authoring._SETUP, authoring._ANSWER, authoring._CORRECTNESS, authoring._SPEED):
+        assert part.strip("\n") in guide, part.strip("\n").splitlines()[0]
+    toc = (ROOT / "_toc.yml").read_text()
+    assert "book/instructors" in toc.split('caption: "Reference"')[1]
