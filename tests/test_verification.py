@@ -94,7 +94,8 @@ def test_performance_cells_are_known_by_their_grade_id(grade_id, expected):
 def test_fast_answer_passes_with_the_measured_ratio(tmp_path):
     verdict = _verify(tmp_path, FAST)
     assert verdict.conclusive and verdict.score == 3
-    assert "measured outside your kernel" in verdict.detail and "paired calls" in verdict.detail
+    assert "measured outside your kernel" in verdict.detail and "batches of" in verdict.detail
+    assert "round trip adds" in verdict.detail and "thread pools: " in verdict.detail
 
 
 def test_partial_credit_is_computed_from_the_measurement(tmp_path):
@@ -121,7 +122,7 @@ def test_every_timed_result_is_checked(tmp_path):
     wrong_later = FAST + "\n\n_calls = [0]\n_honest = count_known\n\n\ndef count_known(c, q):\n" \
                          "    _calls[0] += 1\n    return _honest(c, q) + (_calls[0] > 6)\n"
     verdict = _verify(tmp_path, wrong_later)
-    assert verdict.score == 0 and "Wrong result in timed call" in verdict.detail
+    assert verdict.score == 0 and "Wrong result in timed round" in verdict.detail
 
 
 @pytest.mark.parametrize("answer, says", [
@@ -138,10 +139,52 @@ def test_broken_answers_score_zero_and_say_why(tmp_path, answer, says):
     assert says in verdict.detail
 
 
-def test_a_measurement_too_small_to_trust_is_inconclusive(tmp_path):
+def test_a_measurement_too_small_to_trust_is_refused_not_graded(tmp_path):
+    # The kernel refuses this configuration (UnreliableMeasurement); so does the verifier,
+    # with the same rule, and the refusal is the verdict: no points, flagged by the grader.
     tiny = SPEED_TEST.replace("make_case()", "make_case(n=50)")
     verdict = _verify(tmp_path, FAST, tiny)
-    assert not verdict.conclusive and "could not be verified" in verdict.detail
+    assert verdict.conclusive and verdict.refused and verdict.score == 0
+    assert verdict.detail.startswith("refused: Unreliable measurement")
+
+
+THREADS_TEST = """import threadpoolctl
+
+
+def _scan(catalogue, queries):
+    return sum(1 for q in queries if q in catalogue)
+
+
+def _pools():
+    return sorted({p["num_threads"] for p in threadpoolctl.threadpool_info()})
+
+
+def count_in_pools(catalogue, queries):
+    return _scan(catalogue, queries), POOLS
+
+
+assert_speedup(count_known, _scan, make_args=lambda: make_case(), at_least=5, budget=0.3)
+"""
+
+
+def test_both_sides_are_timed_with_one_thread_unless_asked(tmp_path):
+    # The worker's BLAS pools are set to the cell's threads (1 by default), and the
+    # feedback says so: the verdict's detail names the pools as they were while timed.
+    answer = FAST + "\n\nimport numpy as np  # loads OpenBLAS, whose pool the grader sets\n"
+    verdict = _verify(tmp_path, answer, THREADS_TEST)
+    assert verdict.score == 3, verdict.detail
+    assert "blas 1 thread" in verdict.detail, verdict.detail
+
+
+def test_a_stale_result_file_cannot_be_swapped_in(tmp_path):
+    # Results travel in an anonymous memory file the verifier made: no path in /dev/shm
+    # to replace, and nothing left there afterwards.
+    import glob
+
+    before = set(glob.glob("/dev/shm/course-verify-*"))
+    verdict = _verify(tmp_path, FAST)
+    assert verdict.score == 3
+    assert set(glob.glob("/dev/shm/course-verify-*")) == before
 
 
 MEMORY_TEST = 'assert_peak_memory_below(build, "20 MB", 25_000_000)\n'

@@ -11,16 +11,28 @@ verifying process, every result travels back as a pickle that the verifier reads
 :func:`course_lib.grader._safe_pickle.loads`, and the student's printing goes to a log file, not to
 the pipe. This module only has to be correct for honest code.
 
-A timed call is three requests: ``stage`` sends the pickled inputs (unpickled here before
-the clock starts), ``run`` calls the function and writes the pickled result to a file
-*before* answering, and the verifier stops this process (``SIGSTOP``) as soon as the answer
-arrives and reads the file itself: work left running in the background after the answer
-cannot change the result, and the time to move large inputs through the pipe is not billed.
+A timed batch is three requests, timed as a whole by the verifier's clock:
+
+- ``threads`` sets the thread pools (BLAS/OpenMP through threadpoolctl, and Numba's if it
+  is loaded) to the number the grade cell asks for, the same as the reference gets;
+- ``stage`` sends a batch of pickled inputs, unpickled here before the clock starts;
+- ``batch`` calls the function on every staged input back to back (garbage collection off,
+  as in ``timeit`` and :func:`course_lib.timing.compare`), writes the pickled results into
+  the results file *before* answering, and answers. The verifier stops this process
+  (``SIGSTOP``) as soon as the answer arrives and reads the results itself: work left
+  running in the background cannot change them, and moving inputs is never billed.
+
+The results file is an anonymous memory file (``memfd``) that the verifier created and
+handed to this process as an open descriptor: there is no path to swap for a FIFO or a
+link. One round trip per batch, not per call: a batch lasts tens of milliseconds, so the
+pipe's latency is a small share of it, and the verifier measures that share with an empty
+batch (``batch`` with no function) and reports it beside the verdict.
 """
 
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import pickle
 import signal
@@ -125,7 +137,51 @@ def _peak(fn: Any, args: tuple, kwargs: dict, start: Any, stop: Any, get: Any) -
         stop()
 
 
-def _serve(rfd: int, wfd: int, shell: Any) -> None:
+def _noop(*args: Any) -> None:
+    """The empty candidate: what a batch costs with no work in it."""
+    return None
+
+
+def _set_threads(threads: int) -> str:
+    """Set the thread pools for the calls that follow; return them in words."""
+    from threadpoolctl import threadpool_limits
+
+    from course_lib import timing
+
+    threadpool_limits(limits=threads)  # kept in force: no context, the setting stays
+    numba = sys.modules.get("numba")
+    if numba is not None:
+        try:
+            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        except Exception:  # noqa: BLE001 - no threading layer yet: nothing runs in parallel
+            pass
+    return timing.thread_settings()
+
+
+def _run_batch(fn: Any, staged: list[tuple]) -> tuple:
+    """Every staged call back to back; ("ok", results) or the first error."""
+    results: list[Any] = [None] * len(staged)
+    enabled = gc.isenabled()
+    gc.disable()  # as timeit and compare do: a collection would bill whichever side triggers it
+    try:
+        for i, args in enumerate(staged):
+            results[i] = fn(*args)
+    except Exception as exc:
+        return ("error", type(exc).__name__, str(exc)[:2000])
+    finally:
+        if enabled:
+            gc.enable()
+    return ("ok", results)
+
+
+def _write_results(fd: int, outcome: tuple) -> None:
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.ftruncate(fd, 0)
+    with os.fdopen(os.dup(fd), "wb") as fh:
+        _dump(outcome, fh)
+
+
+def _serve(rfd: int, wfd: int, shell: Any, results_fd: int = -1) -> None:
     import tracemalloc
 
     # Captured before any student code runs; a student who stops tracing inside the call
@@ -149,18 +205,16 @@ def _serve(rfd: int, wfd: int, shell: Any) -> None:
             elif op == "call":
                 _, name, args, kwargs = request
                 reply = ("ok", _NAMESPACE[name](*args, **kwargs))
-            elif op == "stage":  # inputs for the next timed call, unpickled before the clock starts
-                staged = outcome = None  # the last call's inputs and result are freed here, untimed
+            elif op == "threads":
+                reply = ("ok", _set_threads(int(request[1])))
+            elif op == "stage":  # inputs for the next timed batch, unpickled before the clock starts
+                staged = outcome = None  # the last batch's inputs and results are freed here, untimed
                 staged = pickle.loads(request[1])
                 reply = ("ok", None)
-            elif op == "run":  # the timed call: its result is in the file before "done" is sent
-                _, name, path = request
-                try:
-                    outcome = ("ok", _NAMESPACE[name](*staged))
-                except Exception as exc:
-                    outcome = ("error", type(exc).__name__, str(exc)[:2000])
-                with open(path, "wb") as fh:
-                    _dump(outcome, fh)
+            elif op == "batch":  # the timed batch: its results are in the file before the answer
+                fn = _noop if request[1] is None else _NAMESPACE[request[1]]
+                outcome = _run_batch(fn, staged)
+                _write_results(results_fd, outcome)
                 reply = ("ok", None)
             elif op == "peak":
                 _, name, args, kwargs = request
@@ -189,13 +243,14 @@ def _dump(outcome: tuple, fh: Any) -> None:
 
 def main(argv: list[str]) -> int:
     rfd, wfd = int(argv[0]), int(argv[1])
+    results_fd = int(argv[2]) if len(argv) > 2 else -1
     os.environ.setdefault("MPLBACKEND", "Agg")
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance(user_ns=_NAMESPACE)
     shell.display_formatter.active_types = ["text/plain"]  # nothing is shown: save the work
     try:
-        _serve(rfd, wfd, shell)
+        _serve(rfd, wfd, shell, results_fd)
     except BaseException:  # a student's os._exit never gets here; anything else is logged
         traceback.print_exc()
         return 1
@@ -203,4 +258,5 @@ def main(argv: list[str]) -> int:
 
 
 LAUNCH = "import sys; from course_lib.grader._student_worker import main; sys.exit(main(sys.argv[1:]))"
-"""The ``python -c`` program that starts a worker; its arguments are the two pipe fds."""
+"""The ``python -c`` program that starts a worker; its arguments are the two pipe fds and the
+results file's fd."""

@@ -50,12 +50,10 @@ import os
 import pickle
 import re
 import select
-import shutil
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
@@ -94,6 +92,8 @@ class CellVerdict:
     conclusive: bool = True
     measured: float | None = None
     """The speed-up measured outside the kernel (speed cells), else None."""
+    refused: bool = False
+    """The measurement was refused (``UnreliableMeasurement``): stored as 0, flagged ``unreliable``."""
 
 
 def is_performance_cell(grade_id: str | None) -> bool:
@@ -145,7 +145,10 @@ def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 6
     limit = timeout * (len(job["student_cells"]) + len(tests) + 2) + 60
     with open(job["log"], "a", encoding="utf-8") as log_file:
         try:
-            done = subprocess.run([sys.executable, "-c", _JUDGE], input=json.dumps(job), capture_output=False,
+            # -I -P: no PYTHON* variables, no user site, and neither the working folder nor
+            # the script's folder on sys.path, so a numpy.py dropped by the student's code
+            # next to the notebook is never imported by the verifier.
+            done = subprocess.run([sys.executable, "-I", "-P", "-c", _JUDGE], input=json.dumps(job), capture_output=False,
                                   stdout=subprocess.PIPE, stderr=log_file, text=True, timeout=limit,
                                   start_new_session=True)
             found = json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else None
@@ -192,27 +195,32 @@ class _Worker:
         """A fresh worker after one that ran out of time: as a kernel goes on after an interrupt."""
         self.close()
         self.restarts += 1
+        threads = self.threads
         self._start()
         if self._cells is not None:
             self.load(self._cells)
+        if threads is not None:
+            self.set_threads(threads)
 
     def _start(self) -> None:
         cwd, log, memory_limit = self._settings
         to_worker_r, self._w = os.pipe()
         self._r, from_worker_w = os.pipe()
+        # Results come back through an anonymous memory file made here and inherited as an
+        # open descriptor: no path the worker could swap for a FIFO or a link, and nothing
+        # left in /dev/shm if this process is killed.
+        self.results_fd = os.memfd_create("course-results", 0)
         env = dict(os.environ, MPLBACKEND="Agg", PYDEVD_DISABLE_FILE_VALIDATION="1", NBGRADER_EXECUTION="autograde")
         self._log = open(log, "a", encoding="utf-8")
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", LAUNCH, str(to_worker_r), str(from_worker_w)],
-            pass_fds=(to_worker_r, from_worker_w), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+            [sys.executable, "-c", LAUNCH, str(to_worker_r), str(from_worker_w), str(self.results_fd)],
+            pass_fds=(to_worker_r, from_worker_w, self.results_fd), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
             stdout=self._log, stderr=self._log, start_new_session=True,
             preexec_fn=(lambda: _limit_address_space(memory_limit)) if memory_limit else None)
         os.close(to_worker_r)
         os.close(from_worker_w)
         self.dead: str | None = None
-        shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-        self._results = tempfile.mkdtemp(prefix="course-verify-", dir=shm)
-        self.result_path = os.path.join(self._results, "result.pickle")
+        self.threads: int | None = None
 
     def send(self, message: bytes, seconds: float | None = None) -> bytes:
         """One request and its raw reply; the worker is killed if it takes too long."""
@@ -252,18 +260,31 @@ class _Worker:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(5)
 
+    def read_results(self) -> bytes:
+        """What the last batch wrote into the results file."""
+        size = os.fstat(self.results_fd).st_size
+        if size > _MAX_RESULT_BYTES:
+            raise StudentCodeError(f"your function's results take {size} bytes, more than the grader reads")
+        return os.pread(self.results_fd, size, 0) if size else b""
+
+    def set_threads(self, threads: int) -> str:
+        """Thread pools of the worker for the calls that follow (kept until changed)."""
+        described = self.request("threads", threads)
+        self.threads = threads
+        return described if isinstance(described, str) else ""
+
     def close(self) -> None:
-        for fd in (self._w, self._r):
+        for fd in (self._w, self._r, self.results_fd):
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.kill("closed")
         self._log.close()
-        shutil.rmtree(self._results, ignore_errors=True)
 
 
 # Address space, not resident memory, is what the kernel can cap for a process; NumPy, Numba
 # and the thread pools reserve far more of it than they touch, hence the headroom.
 _ADDRESS_HEADROOM = 3 * 10**9
+_MAX_RESULT_BYTES = 2**31
 
 
 def _limit_address_space(memory_limit: int) -> None:
@@ -314,36 +335,50 @@ class _Measured:
     ratio: float
     low: float
     high: float
-    pairs: int
+    rounds: int
     baseline_seconds: float
     candidate_seconds: float
+    batch: int = 1
+    """Calls of the student's function per timed batch (one round trip to the worker)."""
+    path_seconds: float = 0.0
+    """What an empty batch of that size costs through the same path (median), not subtracted."""
+    threads: str = ""
 
     def describe(self) -> str:
+        share = self.path_seconds / max(self.candidate_seconds * self.batch, 1e-12)
         return (f"measured outside your kernel: {self.ratio:.3g}x, 95% interval {self.low:.3g}x to "
-                f"{self.high:.3g}x over {self.pairs} paired calls; reference "
-                f"{_fmt_seconds(self.baseline_seconds)} per call, yours {_fmt_seconds(self.candidate_seconds)}")
+                f"{self.high:.3g}x over {self.rounds} rounds; reference "
+                f"{_fmt_seconds(self.baseline_seconds)} per call, yours {_fmt_seconds(self.candidate_seconds)} "
+                f"(timed in batches of {self.batch} call{'s' if self.batch != 1 else ''}; the grader's round "
+                f"trip adds {_fmt_seconds(self.path_seconds)} a batch, {share:.1%} of yours, included); "
+                f"thread pools: {self.threads or 'as set'}")
 
 
 _MEASUREMENTS: list[str] = []  # what the remote helpers measured in the current cell
 _RATIOS: list[float] = []      # and the speed-ups among it
+_REFUSED: list[str] = []       # refusals (UnreliableMeasurement) raised in the current cell
+
+# Batches: each side's part of a round lasts at least this long, as compare's rounds do, so
+# the round trip to the worker (a pipe message each way, tens of microseconds quiet) is a
+# small share of what is timed.
+_ROUND_SECONDS = 0.02
+_MAX_BATCH = 10_000
+_MAX_BATCH_BYTES = 64 * 2**20  # pickled inputs staged for one batch
+_MIN_ROUNDS = 9                # the median of 9 paired ratios has a 96% interval
+_MAX_ROUNDS = 60
+_ROUNDS_BUDGET = 1.5           # timed seconds of rounds per second of the cell's budget
+_WALL_BUDGET = 4.0             # ... and at most this many wall seconds per second of budget
+_PATH_PROBES = 3               # empty batches that measure the round trip
 
 
-def _staged_call(fn: _Remote, args: tuple) -> tuple[float, float, Any]:
-    """(wall seconds, worker CPU seconds, result) of one timed call in the student worker.
+def _stage(worker: _Worker, payload: bytes) -> float:
+    """Send a batch's pickled inputs to the worker; return the CPU seconds to bill for it.
 
-    The inputs are staged (sent and unpickled) before the clock starts; the CPU the worker
-    spends staging beyond what unpickling the same bytes costs here is billed to the call,
-    so work smuggled into the staging step is counted. The call's result is written to a file
-    before the worker answers; the worker is stopped the moment the answer arrives and the
-    file is read here. The time this process needs to pickle and write the same result is
-    subtracted: moving data costs the student nothing.
+    The worker unpickles the inputs before any clock starts. The CPU it spends on that
+    beyond what unpickling the same bytes costs here is work smuggled into the staging
+    step (precomputing the answers), and is billed to the batch.
     """
-    worker = fn.worker
     pid = worker.proc.pid
-    try:
-        payload = pickle.dumps(args, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception as exc:
-        raise _Inconclusive(f"the inputs cannot be sent to your code ({type(exc).__name__}: {exc})") from None
     before, own = _cpu_seconds(pid), time.thread_time()
     worker.request("stage", payload)
     own = time.thread_time() - own  # writing into the pipe costs about what reading from it does
@@ -351,79 +386,213 @@ def _staged_call(fn: _Remote, args: tuple) -> tuple[float, float, Any]:
     t0 = time.thread_time()
     pickle.loads(payload)
     own += time.thread_time() - t0
-    smuggled = max(0.0, staging - 1.5 * own - 0.002)
-    message = pickle.dumps(("run", fn.name, worker.result_path), protocol=pickle.HIGHEST_PROTOCOL)
+    return max(0.0, staging - 1.5 * own - 0.002)
+
+
+def _run_batch(worker: _Worker, name: str | None) -> tuple[float, float, Any]:
+    """(wall seconds, worker CPU seconds, outcome) of one timed batch in the student worker.
+
+    The verifier's clock runs from the request to the answer; the worker has written its
+    results into the results file before answering, and is stopped the moment the answer
+    arrives, so background work cannot touch them afterwards. The time this process needs
+    to pickle and write the same results is subtracted: moving data costs the student
+    nothing. ``name`` None runs the empty candidate (the round trip alone).
+    """
+    pid = worker.proc.pid
+    message = pickle.dumps(("batch", name), protocol=pickle.HIGHEST_PROTOCOL)
     before = _cpu_seconds(pid)
     t0 = time.perf_counter()
     raw = worker.send(message)
     wall = time.perf_counter() - t0
-    worker.pause()  # background work cannot touch the result from here on
+    worker.pause()  # background work cannot touch the results from here on
     try:
         cpu = _cpu_seconds(pid) - before
         _reply(raw)
-        path = Path(worker.result_path)
-        try:
-            data = path.read_bytes()
-            path.unlink()
-        except OSError:
-            raise StudentCodeError("your code removed or damaged the file that carries its result") from None
+        data = worker.read_results()
     finally:
         worker.resume()
-    result = _reply(data)
-    transport = _write_seconds(data, worker.result_path + ".own")
-    return (max(wall - transport, 1e-7) + smuggled, max(cpu - transport, 1e-7) + smuggled, result)
+    outcome = _reply(data) if data else None
+    if not isinstance(outcome, list):
+        raise StudentCodeError("the worker sent malformed results")
+    transport = _write_seconds(outcome)
+    return max(wall - transport, 1e-7), max(cpu - transport, 1e-7), outcome
 
 
-def _write_seconds(data: bytes, path: str) -> float:
-    """What pickling and writing ``data`` (an already pickled result) costs this process."""
-    obj = pickle.loads(data) if len(data) < 2**31 else None
-    t0 = time.perf_counter()
-    with open(path, "wb") as fh:
-        pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
-    spent = time.perf_counter() - t0
-    os.unlink(path)
-    return spent
+def _staged_call(fn: _Remote, args: tuple) -> tuple[float, float, Any]:
+    """(wall seconds, worker CPU seconds, result) of one call timed as a batch of one."""
+    try:
+        payload = pickle.dumps([args], protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:
+        raise _Inconclusive(f"the inputs cannot be sent to your code ({type(exc).__name__}: {exc})") from None
+    smuggled = _stage(fn.worker, payload)
+    wall, cpu, results = _run_batch(fn.worker, fn.name)
+    if len(results) != 1:
+        raise StudentCodeError("the worker sent malformed results")
+    return wall + smuggled, cpu + smuggled, results[0]
+
+
+def _write_seconds(obj: Any) -> float:
+    """What pickling ``obj`` into a memory file costs this process (the worker did the same).
+
+    CPU time of this thread, not wall time: a preemption of the verifier while it writes
+    is not the student's saving, and the subtraction applies to both of the worker's
+    readings (wall and CPU).
+    """
+    fd = os.memfd_create("course-own", 0)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            t0 = time.thread_time()
+            pickle.dump(("ok", obj), fh, protocol=pickle.HIGHEST_PROTOCOL)
+            fh.flush()
+            return time.thread_time() - t0
+    except Exception:  # noqa: BLE001 - nothing to subtract if it cannot be written here either
+        return 0.0
+
+
+def _timed_reference(baseline: Callable, inputs: list[tuple], worker: _Worker) -> tuple[float, list]:
+    """Seconds for the reference's batch, timed here while the worker is stopped; its results."""
+    import gc
+
+    results: list[Any] = [None] * len(inputs)
+    worker.pause()
+    enabled = gc.isenabled()
+    gc.disable()  # as in the worker and in compare
+    try:
+        t0 = time.perf_counter()
+        for i, args in enumerate(inputs):
+            results[i] = baseline(*args)
+        seconds = time.perf_counter() - t0
+    finally:
+        if enabled:
+            gc.enable()
+        worker.resume()
+    return seconds, results
+
+
+def _remote_correctness(candidate: _Remote, baseline: Callable, make_args: Callable, settings: Any) -> Any:
+    """As in the kernel: ``checks`` fresh inputs agree, and the per-call estimate of each side.
+
+    The estimate is made exactly as :func:`course_lib.grading._check_correctness` makes it
+    (the fastest call after the first, which pays one-off costs such as Numba compiling),
+    so the same refusal rule gets the same kind of figure on both sides.
+    """
+    from course_lib import grading
+
+    base_t, cand_t, signature = [], [], ()
+    for k in range(1, settings.checks + 1):
+        args = grading._fresh_args(make_args)
+        t_c, _, result = _staged_call(candidate, args)  # the verifier's originals stay pristine
+        t_b, (expected,) = _timed_reference(baseline, [args], candidate.worker)
+        problem = settings.comparator(result, expected)
+        if problem is not None:
+            raise grading.GradingError(f"Wrong result on fresh input {k} of {settings.checks}, checked "
+                                       f"outside your kernel before any timing: {problem}")
+        base_t.append(t_b)
+        cand_t.append(t_c)
+        signature = grading._signature(expected)
+    return grading._Estimate(min(base_t[1:]), min(cand_t[1:]), signature)
+
+
+def _batch_sizes(estimate: Any, input_bytes: int) -> tuple[int, int]:
+    """(candidate calls, reference calls) per round: each side's part >= _ROUND_SECONDS."""
+    k_c = math.ceil(_ROUND_SECONDS / max(estimate.candidate_seconds, 1e-7))
+    k_c = max(1, min(k_c, _MAX_BATCH, _MAX_BATCH_BYTES // max(input_bytes, 1)))
+    k_b = max(1, min(math.ceil(_ROUND_SECONDS / max(estimate.baseline_seconds, 1e-7)), _MAX_BATCH))
+    return k_c, k_b
 
 
 def _remote_speedup(candidate: _Remote, baseline: Callable, make_args: Callable, settings: Any,
                     fastest: float, boundaries: tuple[float, ...]) -> _Measured:
+    """The speed-up measured as :func:`course_lib.timing.compare` measures it, across processes.
+
+    Interleaved rounds (reference then candidate, then the other way round), each side's
+    part a batch of fresh inputs lasting at least ``_ROUND_SECONDS``, the median of the
+    paired per-call ratios with a distribution-free interval. The reference's batch gets
+    the first inputs of the candidate's batch (the verifier's own, never touched by the
+    student), so its results check those of the candidate; more of the candidate's results
+    are checked on a sample drawn after they arrived (unpredictable to the worker), and the
+    type and shape of every result is checked.
+    """
+    from course_lib import grading, timing
+
+    worker = candidate.worker
+    with timing.limit_threads(settings.threads) as threads:
+        pools = worker.set_threads(threads)
+        estimate = _remote_correctness(candidate, baseline, make_args, settings)
+        grading._refuse_microseconds(estimate, fastest, settings.min_call_seconds)
+        probe = grading._fresh_args(make_args)
+        k_c, k_b = _batch_sizes(estimate, len(pickle.dumps(probe, protocol=pickle.HIGHEST_PROTOCOL)))
+        rng = __import__("numpy").random.default_rng(int.from_bytes(os.urandom(16), "little"))
+        # Extra results checked per round, on top of the k_b the reference's batch checks.
+        spare = max(0, k_c - k_b)
+        per_round = settings.verify_budget / _MIN_ROUNDS / max(estimate.baseline_seconds, 1e-9)
+        extra = min(spare, max(1 if spare else 0, int(per_round)))
+        ratios: list[float] = []
+        base_t: list[float] = []
+        cand_t: list[float] = []
+        path: list[float] = []
+        target, started = _ROUNDS_BUDGET * settings.budget, time.perf_counter()
+        spent = 0.0
+        while True:
+            inputs = [grading._fresh_args(make_args) for _ in range(max(k_c, k_b))]
+            try:
+                payload = pickle.dumps(inputs[:k_c], protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:
+                raise _Inconclusive(f"the inputs cannot be sent to your code ({type(exc).__name__}: "
+                                    f"{exc})") from None
+            smuggled = _stage(worker, payload)
+            for side in ((0, 1) if len(ratios) % 2 == 0 else (1, 0)):
+                if side == 0:
+                    t_b, expected = _timed_reference(baseline, inputs[:k_b], worker)
+                else:
+                    t_c, _, results = _run_batch(worker, candidate.name)
+            if len(path) < _PATH_PROBES:
+                path.append(_run_batch(worker, None)[0])  # the same staged inputs, no work
+            _check_batch(results, expected, inputs, k_c, extra, rng, baseline, estimate, settings,
+                         len(ratios) + 1)
+            t_c += smuggled
+            base_t.append(t_b / k_b)
+            cand_t.append(t_c / k_c)
+            ratios.append(base_t[-1] / cand_t[-1])
+            spent += t_b + t_c
+            rounds, wall = len(ratios), time.perf_counter() - started
+            if rounds < _MIN_ROUNDS:
+                continue
+            if rounds >= _MAX_ROUNDS or spent >= target or wall >= _WALL_BUDGET * settings.budget:
+                low, ratio, high = grading._median_interval(ratios)
+                close = any(low < b <= high for b in boundaries)
+                if (not close or spent >= 2 * target or rounds >= 2 * _MAX_ROUNDS
+                        or wall >= 2 * _WALL_BUDGET * settings.budget):
+                    return _Measured(ratio, low, high, rounds, statistics.median(base_t),
+                                     statistics.median(cand_t), k_c, statistics.median(path), pools)
+
+
+def _check_batch(results: Any, expected: list, inputs: list, k_c: int, extra: int, rng: Any,
+                 baseline: Callable, estimate: Any, settings: Any, round_: int) -> None:
+    """Every result's type and shape; the reference's inputs' results; a sample of the rest."""
     from course_lib import grading
 
-    ratios: list[float] = []
-    base_t: list[float] = []
-    cand_t: list[float] = []
-    spent, target, pair = 0.0, max(_PAIR_BUDGET, 4 * settings.budget), 0
-    while True:
-        pair += 1
-        args = grading._fresh_args(make_args)
-        pristine = copy.deepcopy(args)
-        candidate.worker.pause()
-        try:
-            t0 = time.perf_counter()
-            expected = baseline(*pristine)
-            t_b = time.perf_counter() - t0
-        finally:
-            candidate.worker.resume()
-        t_c, _, result = _staged_call(candidate, args)
-        problem = settings.comparator(result, expected)
+    if not isinstance(results, list) or len(results) != k_c:
+        raise StudentCodeError("the worker sent malformed results")
+    if settings.default_check:
+        for result in results:
+            if grading._signature(result) != estimate.signature:
+                raise grading.GradingError(
+                    f"Wrong result in timed round {round_}, measured outside your kernel: expected "
+                    f"{grading._describe_signature(estimate.signature)}, got "
+                    f"{grading._describe_signature(grading._signature(result))}")
+    checked = list(zip(range(len(expected)), expected))
+    if extra:
+        for i in rng.choice(range(len(expected), k_c), size=extra, replace=False):
+            checked.append((int(i), baseline(*inputs[int(i)])))
+    for i, reference in checked:
+        if i >= k_c:
+            continue
+        problem = settings.comparator(results[i], reference)
         if problem is not None:
             raise grading.GradingError(
-                f"Wrong result in timed call {pair}, measured outside your kernel (every timed "
-                f"result is checked): {problem}")
-        if pair == 1:
-            continue  # the first call pays one-off costs (imports, Numba compiling)
-        if pair == 2:
-            grading._refuse_microseconds(grading._Estimate(t_b, t_c, ()), fastest, settings.min_call_seconds)
-        ratios.append(t_b / t_c)
-        base_t.append(t_b)
-        cand_t.append(t_c)
-        spent += t_b + t_c
-        if len(ratios) >= _MIN_PAIRS and (spent >= target or len(ratios) >= _MAX_PAIRS):
-            low, ratio, high = grading._median_interval(ratios)
-            close = any(low < b <= high for b in boundaries)
-            if not close or spent >= 2 * target or len(ratios) >= 2 * _MAX_PAIRS:
-                return _Measured(ratio, low, high, len(ratios), statistics.median(base_t),
-                                 statistics.median(cand_t))
+                f"Wrong result in timed round {round_}, measured outside your kernel (timed results "
+                f"are checked): {problem}")
 
 
 def _install_remote_helpers() -> None:
@@ -434,14 +603,14 @@ def _install_remote_helpers() -> None:
             ("assert_speedup", "speedup_points", "assert_peak_memory_below", "assert_scaling")}
 
     def assert_speedup(candidate, baseline, make_args, at_least, budget=1.0, *, check=None, rtol=1e-9,
-                       atol=0.0, margin=0.1, min_call_seconds=1e-3, checks=3, verify_budget=None):
+                       atol=0.0, margin=0.1, min_call_seconds=1e-3, checks=3, verify_budget=None, threads=1):
         if not isinstance(candidate, _Remote):
             return real["assert_speedup"](candidate, baseline, make_args, at_least, budget, check=check,
                                           rtol=rtol, atol=atol, margin=margin,
                                           min_call_seconds=min_call_seconds, checks=checks,
-                                          verify_budget=verify_budget)
+                                          verify_budget=verify_budget, threads=threads)
         settings = grading._speed_settings(budget, margin, min_call_seconds, checks, verify_budget, check,
-                                           rtol, atol)
+                                           rtol, atol, threads)
         needed = at_least * (1.0 - margin)
         measured = _remote_speedup(candidate, baseline, make_args, settings, at_least, (needed,))
         _MEASUREMENTS.append(measured.describe())
@@ -451,14 +620,15 @@ def _install_remote_helpers() -> None:
                                        f"{at_least:g}x (a measured {needed:.3g}x passes)")
 
     def speedup_points(candidate, baseline, make_args, full_at, zero_at, points, budget=1.0, *, check=None,
-                       rtol=1e-9, atol=0.0, margin=0.1, min_call_seconds=1e-3, checks=3, verify_budget=None):
+                       rtol=1e-9, atol=0.0, margin=0.1, min_call_seconds=1e-3, checks=3, verify_budget=None,
+                       threads=1):
         if not isinstance(candidate, _Remote):
             return real["speedup_points"](candidate, baseline, make_args, full_at, zero_at, points, budget,
                                           check=check, rtol=rtol, atol=atol, margin=margin,
                                           min_call_seconds=min_call_seconds, checks=checks,
-                                          verify_budget=verify_budget)
+                                          verify_budget=verify_budget, threads=threads)
         settings = grading._speed_settings(budget, margin, min_call_seconds, checks, verify_budget, check,
-                                           rtol, atol)
+                                           rtol, atol, threads)
         boundaries = (zero_at * (1.0 - margin), full_at * (1.0 - margin))
         measured = _remote_speedup(candidate, baseline, make_args, settings, full_at, boundaries)
         _MEASUREMENTS.append(measured.describe())
@@ -603,6 +773,7 @@ def _judge(job: dict) -> list[dict]:
             grade_id, points = cell["grade_id"], cell["points"]
             perf = is_performance_cell(grade_id)
             blocked = _names(cell["source"])[0] & unreadable
+            refused = False
             try:
                 if worker.dead and worker.restarts < _MAX_RESTARTS:
                     worker.restart()
@@ -614,7 +785,12 @@ def _judge(job: dict) -> list[dict]:
                 with _quiet():
                     value = _run_cell(cell["source"], ns)
                 outcome = (_cell_score(value, points), "passed", True)
-            except (grading.UnreliableMeasurement, _Inconclusive) as exc:
+            except grading.UnreliableMeasurement as exc:
+                # The same rule as in the kernel, and stored as what it is: a refusal (the
+                # instructor's inputs are too small to time), never graded by the other side.
+                outcome = (0.0, f"refused: {exc}", True)
+                refused = True
+            except _Inconclusive as exc:
                 outcome = (0.0, f"could not be verified: {exc}", False)
             except _Untransportable as exc:
                 outcome = (0.0, str(exc), perf)
@@ -627,8 +803,8 @@ def _judge(job: dict) -> list[dict]:
             if grade_id and cell["graded"]:
                 parts = [] if outcome[1] == "passed" and _MEASUREMENTS else [outcome[1]]
                 detail = "; ".join(parts + [m for m in _MEASUREMENTS if m not in outcome[1]])
-                verdicts.append(asdict(CellVerdict(grade_id, outcome[0], points, detail, outcome[2],
-                                                   _RATIOS[-1] if _RATIOS else None)))
+                verdicts.append(asdict(CellVerdict(grade_id, min(points, max(0.0, outcome[0])), points, detail,
+                                                   outcome[2], _RATIOS[-1] if _RATIOS else None, refused)))
     finally:
         worker.close()
     return verdicts
@@ -687,6 +863,13 @@ def _judge_main() -> int:
     job = json.loads(sys.stdin.read())
     report = sys.stdout
     sys.stdout = sys.stderr
+    # Everything the verifier needs is imported before it moves into the student's folder
+    # (where instructor cells may read the notebook's data files by relative path).
+    import numpy  # noqa: F401
+    import pandas  # noqa: F401
+
+    from course_lib import complexity, grading, timing  # noqa: F401
+
     os.chdir(job["cwd"])
     verdicts = _judge(job)
     report.write(json.dumps(verdicts) + "\n")
