@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv demo test clean book
+.PHONY: venv demo test clean clean-demo book
 
 # The one install path: make, CI and the Codespaces post-create command all use it.
 venv: $(STAMP)
@@ -20,10 +20,11 @@ $(STAMP): pyproject.toml requirements.lock
 
 demo: $(STAMP)
 	$(BIN)/python -m course_lib.demo
-	@echo "== Grading: release the example assignment, grade every sample submission (SQLite gradebook in grading/)"
+	@echo "== Grading: release the example assignment, grade every sample submission (into grading-demo/, never the real grading/)"
 	$(BIN)/course release example
-	$(BIN)/course grade example --submissions examples/submissions --timeout 10 --memory-limit 1GB || test $$? -eq 1
-	@echo "== Feedback for each student: grading/feedback/STUDENT/example/example.html; flags explained in grading/flags.csv"
+	$(BIN)/course grade example --submissions examples/submissions --grading-dir grading-demo --timeout 10 --memory-limit 1GB || test $$? -eq 1
+	$(BIN)/course report --grading-dir grading-demo
+	@echo "== Feedback for each student: grading-demo/feedback/STUDENT/example/example.html; flags explained in grading-demo/flags.csv; class report grading-demo/report.html"
 	@$(MAKE) --no-print-directory book
 
 test: $(STAMP)
@@ -40,5 +41,9 @@ book: $(STAMP)
 	  $(if $(filter full,$(MEASURE_FIRST_SIZE)),--path-output _build/full)
 	@echo "== The book ($(MEASURE_FIRST_SIZE) size): open $(CURDIR)/$(BOOK_HTML)/index.html"
 
+# Only the demo's grading folder; `course reset --yes` clears the real grading/ and keeps .venv.
+clean-demo:
+	$(BIN)/course reset --grading-dir grading-demo --yes
+
 clean:
-	rm -rf $(VENV) _build grading .pytest_cache
+	rm -rf $(VENV) _build grading grading-demo .pytest_cache
