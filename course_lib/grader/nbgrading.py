@@ -510,6 +510,10 @@ def grade_submission(course: Course, submission: Submission) -> SubmissionResult
             _append_log(log_file, "generate_feedback", outcome)
             if not outcome["success"]:
                 flags.append(Flag("grading-error", (), "feedback: " + _last_error(outcome)))
+            else:  # a page a student can read, in place of nbgrader's (course_lib.grader.feedback)
+                from course_lib.grader.feedback import write_submission_feedback
+
+                write_submission_feedback(course, student, assignment)
         else:
             flags.append(Flag("grading-error", (), _last_error(outcome)))
     else:
@@ -886,6 +890,7 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path) -> tu
         if not verdicts:
             continue
         speedups.update({v.grade_id: v.measured for v in verdicts if v.measured is not None})
+        refused_in_kernel = _refused_cells(path)
         with _environment(**_nbgrader_env()), _quiet_warnings(), Gradebook(course.db_url) as gb:
             for verdict in verdicts:
                 try:
@@ -894,6 +899,16 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path) -> tu
                     continue
                 in_kernel = float(grade_.auto_score or 0.0)
                 performance = is_performance_cell(verdict.grade_id)
+                if performance and (verdict.refused or verdict.grade_id in refused_in_kernel):
+                    # One rule on both sides (grading._refuse_microseconds): a measurement either
+                    # side refused is stored as refused, 0 points and flagged, never graded by the
+                    # other side. It depends only on the instructor's reference and threshold.
+                    grade_.auto_score = 0.0
+                    grade_.needs_manual_grade = False
+                    where = "outside the kernel" if verdict.refused else "in the student's kernel"
+                    flags.append(Flag("unreliable", (verdict.grade_id,),
+                                      f"the measurement was refused {where} (0 points stored): {verdict.detail}"))
+                    continue
                 if not verdict.conclusive:
                     if performance:
                         flags.append(Flag("unverified", (verdict.grade_id,), f"in-kernel score {in_kernel:g}/"
@@ -901,7 +916,7 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path) -> tu
                     continue
                 if not performance and verdict.score >= in_kernel:
                     continue  # a correctness test only ever loses points to the check outside the kernel
-                grade_.auto_score = verdict.score
+                grade_.auto_score = min(max(verdict.score, 0.0), verdict.max_score)  # never above the cell's points
                 grade_.needs_manual_grade = False
                 if abs(in_kernel - verdict.score) >= max(0.25 * verdict.max_score, 0.01):
                     flags.append(Flag("verdict-differs", (verdict.grade_id,),
@@ -910,6 +925,17 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path) -> tu
             gb.db.commit()
         _annotate(path, verdicts)
     return flags, speedups
+
+
+def _refused_cells(path: Path) -> set[str]:
+    """Grade ids whose cell raised ``UnreliableMeasurement`` in the student's kernel."""
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception:  # noqa: BLE001 - unreadable: nothing was refused that we can see
+        return set()
+    return {cell.metadata.get("nbgrader", {}).get("grade_id") for cell in nb.cells if cell.cell_type == "code"
+            and any(o.get("output_type") == "error" and o.get("ename") == "UnreliableMeasurement"
+                    for o in cell.get("outputs", []))} - {None}
 
 
 def _annotate(path: Path, verdicts: list) -> None:

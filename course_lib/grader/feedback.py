@@ -1,0 +1,309 @@
+"""The feedback page a student gets back: what each graded cell scored, and why, readably.
+
+:func:`render_feedback` turns a graded notebook (``grading/autograded/...``, with the
+out-of-kernel verdicts that :mod:`course_lib.grader.nbgrading` appends to the speed cells)
+and the gradebook's scores into one self-contained HTML page:
+
+- a table with a row per graded cell: its name (grade id), its part, the points, and how
+  it is scored (all or nothing, or partial credit), with borders;
+- one sentence on how speed is graded;
+- per speed cell, the speed-up that counted (the one measured outside the student's
+  kernel), its interval, what the test needs, how the points follow the speed-up, and
+  the machine it was measured on; a figure printed inside the kernel is labelled as not
+  counted;
+- the student's own cells with their outputs; of an error only its type and message: no
+  traceback, so no line of the grader's or the hidden tests' source;
+- text that wraps (no line runs off the right edge).
+
+Hidden-test regions are removed from every cell, as ``HideHiddenTests`` removes them.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import platform
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+__all__ = ["SpeedVerdict", "parse_verdict", "render_feedback", "write_feedback", "write_submission_feedback",
+           "SPEED_SENTENCE"]
+
+SPEED_SENTENCE = (
+    "Speed is graded as a ratio: your function and the provided version run side by side on "
+    "the grading machine, on fresh inputs, and the speed-up that counts is the one the "
+    "grader measures outside your notebook's kernel, in a process of its own; a figure "
+    "printed inside your notebook is shown for information only.")
+
+
+@dataclass(frozen=True)
+class SpeedVerdict:
+    """The out-of-kernel verdict of one speed cell, as the grader wrote it under the cell."""
+
+    score: float
+    max_score: float
+    used: bool
+    detail: str
+    speedup: float | None = None
+    low: float | None = None
+    high: float | None = None
+    needs: str = ""
+    problem: str = ""
+
+
+def parse_verdict(text: str) -> SpeedVerdict | None:
+    """The verdict in a cell output's ``text``, or None when it holds none.
+
+    Examples
+    --------
+    >>> v = parse_verdict("Checked again by the grader outside your kernel: 0 / 4. GradingError: "
+    ...                   "Not fast enough: measured outside your kernel: 0.92x, 95% interval 0.5x "
+    ...                   "to 1.6x over 9 rounds; this test needs 10x (a measured 9x passes)")
+    >>> v.speedup, v.low, v.high, v.needs, v.problem
+    (0.92, 0.5, 1.6, '10x (a measured 9x passes)', 'Not fast enough')
+    """
+    match = _VERDICT.search(text)
+    if not match:
+        return None
+    detail = match.group("detail").strip()
+    speed = _SPEEDUP.search(detail)
+    needs = _NEEDS.search(detail)
+    problem = _PROBLEM.match(detail)
+    return SpeedVerdict(float(match.group("score")), float(match.group("max")), not match.group("kept"),
+                        detail, *(float(x) for x in speed.groups()) if speed else (None, None, None),
+                        needs=needs.group(1).strip() if needs else "",
+                        problem=problem.group(1).strip() if problem else "")
+
+
+def render_feedback(nb, scores: dict[str, float], rules: list[dict] | None = None, *, title: str = "",
+                    machine: str | None = None) -> str:
+    """The feedback page of the graded notebook ``nb`` as HTML.
+
+    Parameters
+    ----------
+    nb : NotebookNode
+        The autograded notebook, with its outputs and the grader's verdicts.
+    scores : dict
+        Points stored in the gradebook, by grade id (what counts).
+    rules : list of dict, optional
+        :func:`course_lib.grader.student_repo.grading_rules` of the source notebook: which
+        cells give partial credit and what they ask for.
+    title : str
+        The page's title, e.g. ``"example: example.ipynb (student bob)"``.
+    machine : str, optional
+        The grading machine in words; by default this one's.
+
+    Examples
+    --------
+    >>> cell = nbformat.v4.new_code_cell("assert 1", metadata={"nbgrader": {
+    ...     "grade": True, "grade_id": "test_one", "points": 2, "solution": False}})
+    >>> page = render_feedback(nbformat.v4.new_notebook(cells=[cell]), {"test_one": 2.0}, title="t")
+    >>> "<td><code>test_one</code></td>" in page and "2 / 2" in page
+    True
+    """
+    by_id = {rule["grade_id"]: rule for rule in rules or []}
+    machine = machine or _machine()
+    rows, blocks, part = [], [], ""
+    total = available = 0.0
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            match = _PART.search(cell.source)
+            if match:
+                part = match.group(1).strip()
+                blocks.append(f"<h2>{html.escape(part)}</h2>")
+            continue
+        if cell.cell_type != "code":
+            continue
+        meta = cell.metadata.get("nbgrader", {})
+        grade_id = meta.get("grade_id", "")
+        graded, rule = bool(meta.get("grade")), {}
+        if not (graded or meta.get("solution")):
+            continue  # provided code: the student has it already
+        source = _public_source(cell.source)
+        verdict = next((v for v in map(parse_verdict, _texts(cell)) if v), None)
+        if graded:
+            max_points = float(meta.get("points", 0))
+            got = float(scores.get(grade_id, 0.0))
+            total, available = total + got, available + max_points
+            rule = by_id.get(grade_id, {})
+            scored = "partial credit" if rule.get("partial") else "all or nothing"
+            rows.append(f"<tr><td><code>{html.escape(grade_id)}</code></td><td>{html.escape(part.split(':')[0]) or '-'}"
+                        f"</td><td>{_pts(got)} / {_pts(max_points)}</td><td>{scored}</td>"
+                        f"<td>{html.escape(_summary(cell, verdict, got, max_points))}</td></tr>")
+            head = (f"<div class='cellhead'><code>{html.escape(grade_id)}</code> &middot; "
+                    f"{html.escape(part or 'graded cell')} &middot; <b>{_pts(got)} / {_pts(max_points)} "
+                    f"points</b> &middot; {scored}</div>")
+        else:
+            head = f"<div class='cellhead'>your answer: <code>{html.escape(grade_id)}</code></div>"
+        body = [head]
+        if source.strip():
+            body.append(f"<pre class='source'>{html.escape(source)}</pre>")
+        if verdict:
+            body.append(_speed_block(verdict, rule.get("says", "") if graded else "", machine))
+        body += _outputs(cell, graded, float(meta.get("points", 0)), float(scores.get(grade_id, 0.0)),
+                         speed=verdict is not None)
+        blocks.append(f"<section class='cell'>{''.join(body)}</section>")
+    table = ("<table><thead><tr><th>cell</th><th>part</th><th>points</th><th>scored</th><th>result</th>"
+             f"</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+    return _PAGE.format(title=html.escape(title), total=_pts(total), available=_pts(available), table=table,
+                        speed=html.escape(SPEED_SENTENCE), cells="\n".join(blocks))
+
+
+def write_feedback(autograded: str | Path, target: str | Path, scores: dict[str, float],
+                   source: str | Path | None = None, *, title: str = "") -> Path:
+    """Render the feedback of the graded notebook at ``autograded`` into ``target``; return it.
+
+    ``source`` is the instructor's notebook (``solutions/...``), read for how each cell is
+    scored; none of its hidden text reaches the page.
+    """
+    from course_lib.grader.student_repo import grading_rules
+
+    nb = nbformat.read(autograded, as_version=4)
+    rules = grading_rules(source) if source else []
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(render_feedback(nb, scores, rules, title=title), encoding="utf-8")
+    return target
+
+
+def write_submission_feedback(course, student: str, assignment: str) -> list[Path]:
+    """Replace nbgrader's feedback pages of one graded submission with :func:`render_feedback`'s.
+
+    ``course`` is a :class:`course_lib.grader.nbgrading.Course`; the scores are the
+    gradebook's, after the out-of-kernel verdicts were stored.
+    """
+    from course_lib.grader.nbgrading import _scores
+
+    _, _, scores = _scores(course, assignment, student)
+    written = []
+    for path in sorted(course.step("autograded", student, assignment).glob("*.ipynb")):
+        target = course.step("feedback", student, assignment) / f"{path.stem}.html"
+        written.append(write_feedback(path, target, scores, course.root / "solutions" / assignment / path.name,
+                                      title=f"{assignment}: {path.name}, feedback for {student}"))
+    return written
+
+
+# --- private helpers -------------------------------------------------------------------------
+
+_VERDICT = re.compile(r"Checked again by the grader outside your kernel: (?P<score>[\d.]+) / (?P<max>[\d.]+)"
+                      r"(?P<kept> \(not used[^)]*\))?\.\s*(?P<detail>.*)", re.DOTALL)
+_SPEEDUP = re.compile(r"([\d.]+)x, 95% interval ([\d.]+)x to ([\d.]+)x")
+_NEEDS = re.compile(r"this test needs ([^;]*)")
+_PROBLEM = re.compile(r"^\w*Error: ([^:]+):")
+_PART = re.compile(r"^#{1,4}\s*(Part\s+\d+\b[^\n]*)", re.MULTILINE)
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[^\n]*\n?", re.MULTILINE | re.DOTALL)
+
+
+def _public_source(source: str) -> str:
+    return _HIDDEN.sub("", source).rstrip()
+
+
+def _texts(cell) -> list[str]:
+    return [o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream"]
+
+
+def _summary(cell, verdict: SpeedVerdict | None, got: float, max_points: float) -> str:
+    if verdict and verdict.speedup is not None:
+        return f"{verdict.speedup:g}x measured outside your kernel" + (f"; needs {verdict.needs}" if verdict.needs else "")
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "error":
+            return _error_line(output)
+    return "passed" if got == max_points else ""
+
+
+def _speed_block(verdict: SpeedVerdict, says: str, machine: str) -> str:
+    lines = []
+    if verdict.speedup is not None:
+        verdict_word = f"{verdict.problem}. " if verdict.problem else ""
+        lines.append(f"<p class='verdict'><b>{html.escape(verdict_word)}The speed-up that counted: "
+                     f"{verdict.speedup:g}x</b> "
+                     f"(95% interval {verdict.low:g}x to {verdict.high:g}x), measured by the grader outside "
+                     f"your kernel{'' if verdict.used else ' (not used: the score measured in your kernel stands)'}."
+                     + (f" This test needs {html.escape(verdict.needs)}." if verdict.needs else "")
+                     + f" Score: {_pts(verdict.score)} / {_pts(verdict.max_score)}.</p>")
+    else:
+        lines.append(f"<p class='verdict'><b>Checked by the grader outside your kernel: {_pts(verdict.score)} / "
+                     f"{_pts(verdict.max_score)}.</b> {html.escape(_clean(verdict.detail))}</p>")
+    if says:
+        lines.append(f"<p>How the points follow the speed-up: {html.escape(says)}</p>")
+    lines.append(f"<p class='context'>Measured on the grading machine ({html.escape(machine)}): "
+                 f"{html.escape(_clean(verdict.detail))}</p>")
+    return "".join(lines)
+
+
+def _outputs(cell, graded: bool, max_points: float, got: float, speed: bool) -> list[str]:
+    parts = []
+    for output in cell.get("outputs", []):
+        kind = output.get("output_type")
+        if kind == "stream":
+            text = _clean(output.get("text", ""))
+            if parse_verdict(text):
+                continue  # shown above, with its figures
+            label = "printed inside your kernel (not counted)" if speed else output.get("name", "stdout")
+            parts.append(f"<div class='label'>{html.escape(label)}</div><pre>{html.escape(text.strip())}</pre>")
+        elif kind == "error":
+            where = "inside your kernel (not counted): " if speed else ""
+            parts.append(f"<p class='error'>{where}{html.escape(_error_line(output))}</p>")
+        elif kind in ("execute_result", "display_data"):
+            data = output.get("data", {})
+            if graded and kind == "execute_result":
+                parts.append(f"<p>This cell returns its points: {_pts(got)} of {_pts(max_points)} "
+                             "(partial credit).</p>")
+            elif "image/png" in data:
+                parts.append(f"<img alt='figure' src='data:image/png;base64,{data['image/png']}'>")
+            elif "text/plain" in data:
+                parts.append(f"<pre>{html.escape(_clean(str(data['text/plain'])))}</pre>")
+    return parts
+
+
+def _error_line(output) -> str:
+    # type and message only: a traceback would quote the grader's and the hidden tests' source
+    message = _clean(f"{output.get('ename', 'Error')}: {output.get('evalue', '')}").strip().rstrip(":")
+    return message.splitlines()[0] if message else "Error"
+
+
+def _clean(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+def _machine() -> str:
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (f"{platform.system()} {platform.machine()}, {cpus} CPU{'s' if cpus != 1 else ''}, "
+            f"Python {platform.python_version()}")
+
+
+def _pts(x: float) -> str:
+    return f"{x:g}"
+
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; max-width: 60rem; margin: 1.5rem auto; padding: 0 1rem;
+       line-height: 1.45; color: #1b1b1b; overflow-wrap: anywhere; }}
+pre {{ white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f6f6; padding: .5rem;
+      border-radius: 4px; font-size: .9rem; }}
+pre.source {{ background: #eef3f8; }}
+table {{ border-collapse: collapse; width: 100%; margin: 1rem 0; }}
+th, td {{ border: 1px solid #888; padding: .3rem .5rem; text-align: left; vertical-align: top; }}
+th {{ background: #e8e8e8; }}
+section.cell {{ border: 1px solid #bbb; border-radius: 6px; padding: .5rem .8rem; margin: 1rem 0; }}
+.cellhead {{ font-weight: 600; margin-bottom: .3rem; }}
+.verdict {{ background: #fff6d6; padding: .4rem; border-left: 4px solid #c9a400; }}
+.error {{ color: #a40000; font-weight: 600; }}
+.label, .context {{ color: #555; font-size: .9rem; }}
+</style></head>
+<body>
+<h1>{title}</h1>
+<p><b>Score: {total} / {available} points.</b></p>
+{table}
+<p>{speed}</p>
+{cells}
+</body></html>
+"""
