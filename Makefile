@@ -26,6 +26,11 @@ demo: $(STAMP)
 	$(BIN)/course report --grading-dir grading-demo
 	@echo "== Feedback for each student: grading-demo/feedback/STUDENT/example/example.html; flags explained in grading-demo/flags.csv; class report grading-demo/report.html"
 	@$(MAKE) --no-print-directory book
+	@echo "== What to open next"
+	@echo "   a student's feedback: $(CURDIR)/grading-demo/feedback/correct_slow/example/example.html"
+	@echo "   the class report:     $(CURDIR)/grading-demo/report.html"
+	@echo "   the book:             $(CURDIR)/$(BOOK_HTML)/index.html"
+	@echo "   the students' public repository (no solutions): $(BIN)/course student-repo ../students --url https://github.com/ORG/REPO --git"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -181,9 +181,7 @@ def check_notebook(path: str | Path, part: int | str | None = None, *, timeout: 
     """
     import nbformat
 
-    path = Path(path).expanduser()
-    if not path.is_file():
-        raise CheckError(f"notebook not found: {path}")
+    path = _locate(Path(path).expanduser())
     try:
         nb = nbformat.read(path, as_version=4)
         nbformat.validate(nb)
@@ -296,6 +294,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 _PART = re.compile(r"^#{1,4}\s*Part\s+(\d+)\b[^\n]*", re.MULTILINE | re.IGNORECASE)
 _SPEED_NOTE = re.compile(r"^#\s*Hidden speed test[^:]*:\s*", re.IGNORECASE)
+
+
+def _locate(path: Path) -> Path:
+    # The notebooks say `course check week1.ipynb`; a terminal opens at the repository's
+    # root, so a bare name is also looked for in assignments/*/ below the working folder.
+    if path.is_file():
+        return path
+    if len(path.parts) == 1:
+        found = sorted(Path.cwd().glob(f"assignments/*/{path.name}"))
+        if len(found) == 1:
+            return found[0]
+    raise CheckError(f"notebook not found: {path}")
 
 
 def _part_number(part: int | str, known: dict[int, str]) -> int:

@@ -124,6 +124,14 @@ def test_the_readme_commands_work_in_a_codespace_terminal(student, command):
     assert outcome.stderr == "", "a student's check prints no kernel warnings"
 
 
+def test_the_notebooks_own_command_works_from_the_repository_root(student):
+    # the notebook says `course check example.ipynb`; a new terminal opens at the root
+    outcome = subprocess.run(["bash", "-c", "course check example.ipynb"], cwd=student,
+                             env=student_env(student), capture_output=True, text=True, timeout=180)
+    assert outcome.returncode == 1, outcome.stderr
+    assert "Checking example.ipynb" in outcome.stdout
+
+
 def test_instructor_commands_stop_with_one_line_in_the_student_copy(student, monkeypatch, capsys):
     # (this environment has the instructor's editable install, whose finder would find
     # course_lib.grader from anywhere: pretend it is not there, as in the student's .venv)
