@@ -13,6 +13,7 @@ checksums. ``tests/test_grading_e2e.py`` grades every sample and asserts its exa
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -242,6 +243,155 @@ def count_known(catalogue, queries):
 }
 
 
+# Hostile samples (issue 14): each attacks the grader from an answer cell and then answers
+# honestly, so a sandbox that holds gives an exact, known score. They live apart from the
+# samples above (in examples/hostile_submissions) because grading them is only safe where
+# every place that runs student code is sandboxed; tests/test_sandbox_grading.py grades them.
+HOSTILE_OUT = ROOT / "examples" / "hostile_submissions"
+MARKER = "HOSTILE-SAMPLE-WAS-HERE"
+"""Text every hostile sample writes wherever it manages to write: found anywhere, it got out."""
+
+_COURSE_ROOT = """import os
+import course_lib
+
+# The course repository is wherever the imported course_lib comes from.
+_root = os.path.dirname(os.path.dirname(os.path.abspath(course_lib.__file__)))
+"""
+
+_DAEMON = f"""import os
+import sys
+
+_DAEMON = '''
+import time
+# {MARKER}: the daemon
+while True:
+    for path in ("daemon.txt", "../../bystander/example/example.ipynb"):
+        try:
+            with open(path, "a") as fh:
+                fh.write("{MARKER}")
+        except OSError:
+            pass
+    time.sleep(0.05)
+'''
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execv(sys.executable, [sys.executable, "-c", _DAEMON])
+    os._exit(0)
+os.wait()
+
+"""
+
+HOSTILE: dict[str, dict[str, str]] = {
+    # reads the reference solution (relative paths, the course root, a committed symlink)
+    # and runs its answers; with nothing found, the answers stay undefined and score 0
+    "steals_solutions": {
+        "count_known": _COURSE_ROOT + """import json
+
+_found = None
+for _path in ("../../../solutions/example/example.ipynb", "../../../../solutions/example/example.ipynb",
+              "../../../../../solutions/example/example.ipynb",
+              "course/solutions/example/example.ipynb",  # the link committed beside this notebook
+              os.path.join(_root, "solutions", "example", "example.ipynb")):
+    try:
+        with open(_path, encoding="utf-8") as _fh:
+            _found = json.load(_fh)
+        break
+    except OSError:
+        continue
+if _found is not None:
+    for _cell in _found["cells"]:
+        if _cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") in ("count_known", "unknown_ids"):
+            exec("".join(_cell["source"]))
+""",
+        "unknown_ids": "# taken from the reference solution, together with count_known\n",
+    },
+    # deletes the gradebook and another student's files, or failing that writes into them
+    "vandal": {
+        "count_known": _COURSE_ROOT + f"""import shutil
+
+_targets = ["../../../gradebook.db", "../../../../grading/gradebook.db",
+            os.path.join(_root, "grading", "gradebook.db"),
+            "../../bystander/example/example.ipynb", "../../../submitted/bystander/example/example.ipynb",
+            "../../../feedback/bystander/example/example.html",
+            os.path.join(_root, "examples", "hostile_submissions", "bystander", "example", "example.ipynb"),
+            os.path.join(_root, "solutions", "example", "example.ipynb")]
+for _target in _targets:
+    try:
+        with open(_target, "a") as _fh:
+            _fh.write("{MARKER}")
+    except OSError:
+        pass
+    try:
+        os.remove(_target)
+    except OSError:
+        pass
+for _folder in ("../../bystander", "../../../submitted/bystander"):
+    shutil.rmtree(_folder, ignore_errors=True)
+
+""" + FAST,
+        "unknown_ids": UNKNOWN,
+    },
+    # appends to the course's own modules, so that later kernels and the grader run it
+    "patches_course_lib": {
+        "count_known": _COURSE_ROOT + f"""import glob
+
+for _module in glob.glob(os.path.join(_root, "course_lib", "**", "*.py"), recursive=True):
+    try:
+        with open(_module, "a") as _fh:
+            _fh.write("\\n# {MARKER}\\n")
+    except OSError:
+        pass
+
+""" + FAST,
+        "unknown_ids": UNKNOWN,
+    },
+    # a setsid double-forked daemon that keeps writing after the kernel is gone
+    "leaves_daemon": {"count_known": _DAEMON + FAST, "unknown_ids": UNKNOWN},
+    # signals its parent, pid 1 and every process it can see, after answering the first task
+    "kills_everything": {
+        "count_known": FAST,
+        "unknown_ids": UNKNOWN + """
+
+import os
+import signal
+
+for _pid in [os.getppid(), 1] + [int(p) for p in os.listdir("/proc") if p.isdigit()]:
+    if _pid != os.getpid():
+        try:
+            os.kill(_pid, signal.SIGKILL)
+        except OSError:
+            pass
+""",
+    },
+    # prints the environment, hoping for the grader's tokens in the feedback
+    "prints_environ": {"count_known": "import os\n\nprint(dict(os.environ))\n\n" + FAST, "unknown_ids": UNKNOWN},
+    # prints 200 MB into the notebook
+    "prints_200mb": {
+        "count_known": FAST + """
+
+for _ in range(200):
+    print("x" * 1_000_000)
+""",
+        "unknown_ids": UNKNOWN,
+    },
+    # an honest student whose files the others attack
+    "bystander": {"count_known": FAST, "unknown_ids": UNKNOWN},
+    # a folder named as an LMS export names it: graded under a safe id, the name kept
+    "José García": {"count_known": FAST, "unknown_ids": UNKNOWN},
+}
+
+HOSTILE_LINKS = {"steals_solutions/example/course": "../../../.."}
+"""Symbolic links committed in hostile samples: path -> target (here: the course repository)."""
+
+
+def build_hostile() -> dict[str, str]:
+    """Every hostile sample as file text, keyed by its path relative to ``examples/hostile_submissions``."""
+    released = nbformat.read(RELEASED, as_version=4)
+    return {f"{student}/example/example.ipynb": nbformat.writes(answered(released, answers)) + "\n"
+            for student, answers in sorted(HOSTILE.items())}
+
+
 def build() -> dict[str, str]:
     """Every sample as file text, keyed by its path relative to ``examples/submissions``."""
     released = nbformat.read(RELEASED, as_version=4)
@@ -262,19 +412,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="only report samples that are out of date")
     args = parser.parse_args(argv)
     stale = []
-    for relative, text in build().items():
-        path = OUT / relative
-        if path.exists() and path.read_text(encoding="utf-8") == text:
+    for out, files in ((OUT, build()), (HOSTILE_OUT, build_hostile())):
+        for relative, text in files.items():
+            path = out / relative
+            if path.exists() and path.read_text(encoding="utf-8") == text:
+                continue
+            stale.append(path.relative_to(ROOT))
+            if not args.check:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text, encoding="utf-8")
+    for relative, target in HOSTILE_LINKS.items():
+        path = HOSTILE_OUT / relative
+        if path.is_symlink() and os.readlink(path) == target:
             continue
-        stale.append(relative)
+        stale.append(path.relative_to(ROOT))
         if not args.check:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            path.unlink(missing_ok=True)
+            path.symlink_to(target)
     if args.check:
         for relative in stale:
-            print(f"out of date: examples/submissions/{relative}")
+            print(f"out of date: {relative}")
         return 1 if stale else 0
-    print(f"wrote {len(stale)} sample(s) in {OUT.relative_to(ROOT)}")
+    print(f"wrote {len(stale)} sample(s) in {OUT.relative_to(ROOT)} and {HOSTILE_OUT.relative_to(ROOT)}")
     return 0
 
 

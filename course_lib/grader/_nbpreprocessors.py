@@ -215,6 +215,28 @@ class CourseExecute(Execute):
                 except psutil.Error:
                     pass
 
+    max_output_bytes = Integer(
+        1_000_000, help="Bytes of stream and display output kept per cell while it runs (the rest is "
+                        "dropped as it arrives; CapOutputs then cuts further)."
+    ).tag(config=True)
+
+    def output(self, outs: list, msg: dict, display_id: Any, cell_index: int) -> NotebookNode | None:
+        # A cell printing 200 MB must not make the grader hold 200 MB, nor spend the iopub
+        # timeout turning it into notebook outputs: past the cap, streams and displays are
+        # dropped as they arrive. Errors and results always stay, and so does one piece of
+        # stderr (it fails a test cell).
+        kept = sum(_output_size(o) for o in outs)
+        kind = msg["msg_type"]
+        if kept < self.max_output_bytes or kind not in ("stream", "display_data", "update_display_data"):
+            if kind == "stream" and kept + len(msg["content"].get("text", "")) > self.max_output_bytes:
+                msg["content"]["text"] = msg["content"]["text"][: self.max_output_bytes - kept]
+            return super().output(outs, msg, display_id, cell_index)
+        if kind == "stream" and msg["content"].get("name") == "stderr" and not any(
+                o.output_type == "stream" and o.name == "stderr" for o in outs):
+            msg["content"]["text"] = msg["content"]["text"][:200]
+            return super().output(outs, msg, display_id, cell_index)
+        return None
+
     def preprocess_cell(self, cell: NotebookNode, resources: Any, index: int) -> tuple[NotebookNode, Any]:
         if cell.cell_type != "code":
             return cell, resources

@@ -1,0 +1,203 @@
+"""The hostile samples graded through real nbgrader in the sandbox: exact scores, nothing harmed.
+
+``examples/hostile_submissions`` (written by ``examples/make_submissions.py``) holds one
+sample per class of attack: reading the reference solution (relative paths, the course
+root, a committed symlink), deleting the gradebook and another student's files, appending
+to ``course_lib``, a setsid daemon, signalling every process in sight, printing the
+environment and printing 200 MB, plus an honest ``bystander`` and a folder named
+"José García". The batch is graded once (module fixture); then every score and flag is
+asserted, and the course, the release, the bystander's files and the machine are checked.
+
+Grading these samples is only safe where every place that runs student code is sandboxed:
+the out-of-kernel verifier's student worker (``verification.py``) runs the answer cells
+again. Until ``verification.WORKER_SANDBOXED`` is True (that worker runs in the sandbox), the fixture grades without the out-of-kernel
+verification (``nbgrading._verify`` is replaced by a no-op) rather than let
+``kills_everything`` signal every process on the machine with the grader's rights.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import hashlib
+import io
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from nbgrader.api import Gradebook
+
+from course_lib.grader import cli, nbgrading, verification
+from course_lib.grader._submissions import safe_student_id
+from course_lib.grader.sandbox import available
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200),
+              pytest.mark.skipif(available() is not None, reason=str(available()))]
+
+ROOT = Path(__file__).resolve().parents[1]
+HOSTILE = ROOT / "examples" / "hostile_submissions"
+MARKER = "HOSTILE-SAMPLE-WAS-HERE"
+TOKEN = "ghp_grader0secret0token0never0shown"
+JOSE = safe_student_id("José García")
+
+# Points: test_count_visible 2, test_count_hidden 2, test_count_speed 4, test_unknown_visible 1,
+# test_unknown_hidden 1 (10 in all). Every attack fails, so each sample scores what its honest
+# answers earn; steals_solutions has none of its own.
+EXPECTED = {
+    "steals_solutions": (0, set()),
+    "vandal": (10, set()),
+    "patches_course_lib": (10, set()),
+    "leaves_daemon": (10, set()),
+    "kills_everything": (10, set()),
+    "prints_environ": (10, set()),
+    "prints_200mb": (10, set()),
+    "bystander": (10, set()),
+    JOSE: (10, set()),
+}
+PROTECTED = ("solutions", "assignments", "examples", "nbgrader_config.py")
+"""Course paths that nobody edits while the tests run: compared byte for byte."""
+
+
+def _worker_is_sandboxed() -> bool:
+    # An explicit promise, not a guess from the source: verification.py sets it when its
+    # student worker runs in the sandbox (a half-finished change must not unleash the samples).
+    return getattr(verification, "WORKER_SANDBOXED", False) is True
+
+
+def _digests(paths) -> dict[str, str]:
+    found = {}
+    for top in paths:
+        top = ROOT / top
+        files = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file() or p.is_symlink())
+        for path in files:
+            data = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
+            found[str(path.relative_to(ROOT))] = hashlib.sha256(data).hexdigest()
+    return found
+
+
+def _git_status() -> set[str]:
+    done = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                          capture_output=True, text=True, check=True)
+    return set(done.stdout.splitlines())
+
+
+def _hostile_processes() -> list[str]:
+    # leaves_daemon's daemon carries the marker on its command line. (Other sandboxes, run
+    # by others on this machine at the same time, are uid 65534 as well: not a criterion.)
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if MARKER.encode() in cmdline and pid != str(os.getpid()):
+            found.append(f"{pid}: {cmdline[:120]!r}")
+    return found
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """Grade every hostile sample once, sandboxed; return what it left behind and how long it took."""
+    base = tmp_path_factory.mktemp("hostile")
+    submissions = base / "submissions"
+    shutil.copytree(HOSTILE, submissions, symlinks=True)
+    bystander_sent = (submissions / "bystander" / "example" / "example.ipynb").read_bytes()
+    grading = base / "grading"
+    before = {"digests": _digests(PROTECTED), "git": _git_status(), "hostile": _hostile_processes()}
+    args = ["grade", "example", "--submissions", str(submissions), "--grading-dir", str(grading),
+            "--timeout", "60", "--memory-limit", "2GB", "--no-progress"]
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GITHUB_TOKEN", TOKEN)
+        patch.setenv("COURSE_DB_URL", f"sqlite:///{grading / 'gradebook.db'}")
+        if not _worker_is_sandboxed():
+            patch.setattr(nbgrading, "_verify", lambda *args: ([], {}))
+        started = time.perf_counter()
+        with contextlib.redirect_stdout(out):
+            status = cli.main(args)
+        seconds = time.perf_counter() - started
+    time.sleep(1.0)  # a daemon that survived would write again within this second
+    rows = {}
+    with Gradebook(f"sqlite:///{grading / 'gradebook.db'}") as gb:
+        for submission in gb.find_assignment("example").submissions:
+            grades = [g for nb in submission.notebooks for g in nb.grades]
+            rows[submission.student.id] = {"score": sum(g.auto_score or 0 for g in grades),
+                                           "cells": {g.name: g.auto_score for g in grades},
+                                           "name": (submission.student.first_name, submission.student.last_name)}
+    with (grading / "flags.csv").open(newline="") as fh:
+        flags = {}
+        for row in csv.DictReader(fh):
+            flags.setdefault(row["student"], set()).add(row["flag"])
+    print(f"\nhostile batch: {len(rows)} submissions graded in {seconds:.1f} s "
+          f"(verification {'on' if _worker_is_sandboxed() else 'off: the worker is not sandboxed yet'})")
+    return {"grading": grading, "status": status, "stdout": out.getvalue(), "rows": rows, "flags": flags,
+            "before": before, "bystander_sent": bystander_sent, "seconds": seconds}
+
+
+def test_every_hostile_sample_scores_exactly_as_expected(graded):
+    assert {s: r["score"] for s, r in graded["rows"].items()} == {s: e for s, (e, _) in EXPECTED.items()}
+    assert {s: graded["flags"].get(s, set()) for s in EXPECTED} == {s: f for s, (_, f) in EXPECTED.items()}
+
+
+def test_the_bystander_and_the_gradebook_are_untouched(graded):
+    grading = graded["grading"]
+    assert graded["rows"]["bystander"]["cells"] == graded["rows"][JOSE]["cells"]
+    submitted = grading / "submitted" / "bystander" / "example" / "example.ipynb"
+    assert submitted.read_bytes() == graded["bystander_sent"]
+    for step, name in (("autograded", "example.ipynb"), ("feedback", "example.html")):
+        text = (grading / step / "bystander" / "example" / name).read_text(encoding="utf-8")
+        assert MARKER not in text
+
+
+def test_the_course_and_the_machine_are_unchanged(graded):
+    before = graded["before"]
+    assert _digests(PROTECTED) == before["digests"]
+    # Others may edit tracked files while this runs: what must not appear is a deletion, or
+    # a changed file holding the samples' marker.
+    new = _git_status() - before["git"]
+    assert not [line for line in new if line[:2].strip().startswith("D")], new
+    changed = [ROOT / line[3:] for line in new]
+    assert not [p for p in changed if p.is_file() and MARKER in p.read_text(errors="replace")]
+    tracked = subprocess.run(["git", "grep", "-l", MARKER, "--", "course_lib"], cwd=ROOT,
+                             capture_output=True, text=True)
+    assert tracked.stdout == "", f"course_lib was written to: {tracked.stdout}"
+    assert before["hostile"] == [] and _hostile_processes() == [], "a sandboxed process outlived its submission"
+
+
+def test_secrets_and_huge_outputs_stay_out_of_the_feedback(graded):
+    grading = graded["grading"]
+    for path in grading.rglob("*"):
+        if path.is_file() and path.suffix in (".html", ".ipynb", ".csv", ".log"):
+            text = path.read_text(encoding="utf-8", errors="replace")
+            assert TOKEN not in text, f"the grader's token reached {path}"
+            assert "COURSE_DB_URL" not in text or path.suffix == ".log", path
+    environ = (grading / "autograded" / "prints_environ" / "example" / "example.ipynb").read_text()
+    assert "NBGRADER_EXECUTION" in environ  # the cell did print the environment it had
+    big = grading / "feedback" / "prints_200mb" / "example" / "example.html"
+    notebook = grading / "autograded" / "prints_200mb" / "example" / "example.ipynb"
+    assert big.stat().st_size < 3_000_000 and notebook.stat().st_size < 2_500_000
+    assert "output cut by the grader" in big.read_text(encoding="utf-8")
+
+
+def test_a_student_name_is_kept_beside_the_safe_id(graded):
+    grading = graded["grading"]
+    assert graded["rows"][JOSE]["name"] == ("José", "García")
+    with (grading / "grades.csv").open(newline="", encoding="utf-8") as fh:
+        row = next(r for r in csv.DictReader(fh) if r["student_id"] == JOSE)
+    assert (row["first_name"], row["last_name"]) == ("José", "García")
+    with (grading / "students.csv").open(newline="", encoding="utf-8") as fh:
+        assert {r["student"]: r["name"] for r in csv.DictReader(fh)}[JOSE] == "José García"
+
+
+def test_grading_refuses_to_start_without_a_sandbox(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(nbgrading, "sandbox_available",
+                        lambda: "bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
+    status = cli.main(["grade", "example", "--submissions", str(HOSTILE), "--grading-dir", str(tmp_path / "g"),
+                       "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert status == 2 and len(err.splitlines()) == 1
+    assert "apt-get install bubblewrap" in err and "--no-sandbox" in err
+    assert not (tmp_path / "g" / "gradebook.db").exists()
