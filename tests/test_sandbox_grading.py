@@ -201,3 +201,35 @@ def test_grading_refuses_to_start_without_a_sandbox(tmp_path, monkeypatch, capsy
     assert status == 2 and len(err.splitlines()) == 1
     assert "apt-get install bubblewrap" in err and "--no-sandbox" in err
     assert not (tmp_path / "g" / "gradebook.db").exists()
+
+
+def test_no_sandbox_grades_anyway_and_flags_every_grade(tmp_path, monkeypatch):
+    submissions = tmp_path / "subs"
+    shutil.copytree(HOSTILE / "bystander", submissions / "bystander")
+    monkeypatch.setattr(nbgrading, "_verify", lambda *args: ([], {}))  # the honest sample: kernel only
+    with contextlib.redirect_stdout(io.StringIO()):
+        status = cli.main(["grade", "example", "--submissions", str(submissions), "--grading-dir",
+                           str(tmp_path / "g"), "--no-progress", "--no-sandbox"])
+    with (tmp_path / "g" / "flags.csv").open(newline="") as fh:
+        flags = [(r["student"], r["flag"]) for r in csv.DictReader(fh)]
+    assert status == 1 and flags == [("bystander", "unsandboxed")]
+
+
+def test_output_caps_keep_what_decides_a_grade():
+    from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+    from course_lib.grader._nbpreprocessors import CapOutputs
+
+    noisy = new_code_cell(outputs=[new_output("stream", name="stdout", text="x" * 300_000),
+                                   new_output("stream", name="stderr", text="warning\n" * 10_000),
+                                   new_output("error", ename="AssertionError", evalue="no", traceback=["t" * 10**6])])
+    score = new_code_cell(outputs=[new_output("display_data", data={"image/png": "i" * 3_000_000}),
+                                   new_output("execute_result", data={"text/plain": "1.5"}, execution_count=3)])
+    nb = new_notebook(cells=[noisy, score])
+    CapOutputs(max_cell_bytes=100_000, max_notebook_bytes=150_000).preprocess(nb, {})
+    kinds = [(o.output_type, o.get("name")) for o in noisy.outputs]
+    assert kinds == [("stream", "stdout"), ("stream", "stderr"), ("error", None), ("stream", "stdout")]
+    assert noisy.outputs[2].ename == "AssertionError" and noisy.outputs[1].text
+    assert "output cut by the grader" in noisy.outputs[-1].text
+    assert [o.data for o in score.outputs if o.output_type == "execute_result"] == [{"text/plain": "1.5"}]
+    assert sum(len(str(o)) for c in nb.cells for o in c.outputs) < 160_000
