@@ -233,3 +233,26 @@ def test_output_caps_keep_what_decides_a_grade():
     assert "output cut by the grader" in noisy.outputs[-1].text
     assert [o.data for o in score.outputs if o.output_type == "execute_result"] == [{"text/plain": "1.5"}]
     assert sum(len(str(o)) for c in nb.cells for o in c.outputs) < 160_000
+
+
+@pytest.mark.parametrize("how", ["workers", "dask"])
+def test_parallel_grading_runs_kernels_in_the_sandbox_too(tmp_path, how):
+    # prints_environ is harmless outside a sandbox (the spawned workers run the verification
+    # unpatched): its printed environment shows where its kernel ran.
+    submissions = tmp_path / "subs"
+    shutil.copytree(HOSTILE / "prints_environ", submissions / "prints_environ")
+    args = ["grade", "example", "--submissions", str(submissions), "--grading-dir", str(tmp_path / "g"),
+            "--no-progress"]
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
+        if how == "workers":
+            args += ["--workers", "2"]
+        else:
+            from distributed import LocalCluster
+
+            cluster = stack.enter_context(LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                                       dashboard_address=None))
+            args += ["--scheduler", cluster.scheduler_address]
+        assert cli.main(args) in (0, 1)
+    printed = (tmp_path / "g" / "autograded" / "prints_environ" / "example" / "example.ipynb").read_text()
+    assert "'USER': 'nobody'" in printed and "'HOME': '/tmp/cs-" in printed

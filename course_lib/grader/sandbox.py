@@ -45,11 +45,11 @@ folders are given to uid 65534 (``chown``), read-only paths must be world-readab
 
 How the lead should wire it in
 ------------------------------
-(a) **nbgrader's kernel.** nbgrader executes notebooks with nbclient, whose
-``kernel_manager_class`` is configurable (``ExecutePreprocessor.kernel_manager_class``,
-and ``Autograde``/``ClearOutput`` pass it through). Use
-``Sandbox.kernel_manager_class()`` there, or hand nbclient a ready
-``km = sandbox.kernel_manager(runtime_dir)`` (``NotebookClient(nb, km=km)``):
+(a) **nbgrader's kernel** (done: ``CourseExecute`` in ``_nbpreprocessors.py`` with
+``sandboxed=True``, which ``course grade`` sets). nbclient's kernel manager class is
+configurable; ``Sandbox.kernel_manager_class(AsyncKernelManager)`` gives one whose kernels
+start here, or hand nbclient a ready ``km = sandbox.kernel_manager(runtime_dir)``
+(``NotebookClient(nb, km=km)``):
 it uses ``transport="ipc"`` with the connection file and sockets in ``runtime_dir``,
 which must be one of the sandbox's ``read_write`` folders (TCP cannot work: the sandbox
 has its own empty network namespace). Keep ``runtime_dir`` short: a Unix socket path
