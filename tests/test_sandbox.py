@@ -347,3 +347,26 @@ def test_a_bound_root_only_file_stays_unreadable(scratch, tmp_path):
     with Sandbox(scratch, read_only=[folder]) as box:
         done = _python(box, f"open({str(folder / 'secret')!r}).read()")
     assert "PermissionError" in done.stderr
+
+
+@needs_bwrap
+def test_an_interrupt_reaches_a_kernel_in_its_own_session(scratch):
+    # jupyter_client signals the launcher's process group (bwrap's); a kernel in the sandbox
+    # has a session of its own, so a cell timeout's SIGINT must be sent to it directly.
+    with Sandbox(scratch, read_only=[REPO / "course_lib"]) as box:
+        km = box.kernel_manager(scratch / "rt")
+        km.start_kernel()
+        try:
+            client = km.client()
+            client.start_channels()
+            client.wait_for_ready(timeout=60)
+            msg_id = client.execute("import time\nwhile True: time.sleep(0.01)")
+            time.sleep(1.0)
+            km.interrupt_kernel()
+            reply = client.get_shell_msg(timeout=30)
+            while reply["parent_header"].get("msg_id") != msg_id:  # kernel_info replies queued before it
+                reply = client.get_shell_msg(timeout=30)
+            assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "KeyboardInterrupt"
+            client.stop_channels()
+        finally:
+            km.shutdown_kernel(now=True)

@@ -366,6 +366,12 @@ class Sandbox:
             def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
                 return sandbox.wrap(super().format_kernel_cmd(extra_arguments))
 
+            async def _async_signal_kernel(self, signum: int) -> None:
+                # jupyter_client signals the launcher's process group, which is bwrap's;
+                # the kernel is in a session of its own in the sandbox (--new-session), so
+                # an interrupt (SIGINT after a cell timeout) must be sent to it directly.
+                sandbox.signal(signum)
+
             def write_connection_file(self, **kwargs: Any) -> Any:
                 written = super().write_connection_file(**kwargs)
                 if sandbox._stage is not None:
@@ -409,6 +415,18 @@ class Sandbox:
         if namespace is None:
             return []
         return [pid for pid in _all_pids() if _readlink(f"/proc/{pid}/ns/pid") == namespace]
+
+    def signal(self, signum: int) -> None:
+        """Send ``signum`` to every process the sandbox runs, bwrap's own processes excepted.
+
+        This is how a kernel in the sandbox is interrupted (``SIGINT``): it does not share a
+        process group with anything outside.
+        """
+        bwrap = os.path.realpath(shutil.which("bwrap") or "/usr/bin/bwrap")
+        for pid in self.processes():
+            exe = _readlink(f"/proc/{pid}/exe")
+            if exe is not None and os.path.realpath(exe) != bwrap:
+                _signal(pid, signum)
 
     def freeze(self, timeout: float = 5.0) -> None:
         """Stop every process in the sandbox, daemons and grandchildren included.
