@@ -371,22 +371,27 @@ _WALL_BUDGET = 4.0             # ... and at most this many wall seconds per seco
 _PATH_PROBES = 3               # empty batches that measure the round trip
 
 
-def _stage(worker: _Worker, payload: bytes) -> float:
+def _stage(worker: _Worker, payload: bytes, honest: float | None = None) -> float:
     """Send a batch's pickled inputs to the worker; return the CPU seconds to bill for it.
 
     The worker unpickles the inputs before any clock starts. The CPU it spends on that
-    beyond what unpickling the same bytes costs here is work smuggled into the staging
-    step (precomputing the answers), and is billed to the batch.
+    beyond what an honest process spends receiving the same bytes (``honest``: the
+    reference process's CPU for the same staging, read from the kernel's accounting) is
+    work smuggled into the staging step (precomputing the answers), and is billed to the
+    batch. Without ``honest``, this process's own cost of unpickling the bytes stands in;
+    it misses the page faults of a process that keeps the inputs, so it is only used for
+    single calls.
     """
     pid = worker.proc.pid
     before, own = _cpu_seconds(pid), time.thread_time()
     worker.request("stage", payload)
     own = time.thread_time() - own  # writing into the pipe costs about what reading from it does
     staging = _cpu_seconds(pid) - before
-    t0 = time.thread_time()
-    pickle.loads(payload)
-    own += time.thread_time() - t0
-    return max(0.0, staging - 1.5 * own - 0.002)
+    if honest is None:
+        t0 = time.thread_time()
+        pickle.loads(payload)
+        honest = own + time.thread_time() - t0
+    return max(0.0, staging - 1.5 * honest - 0.002)
 
 
 def _run_batch(worker: _Worker, name: str | None) -> tuple[float, float, Any]:
@@ -401,12 +406,14 @@ def _run_batch(worker: _Worker, name: str | None) -> tuple[float, float, Any]:
     pid = worker.proc.pid
     message = pickle.dumps(("batch", name), protocol=pickle.HIGHEST_PROTOCOL)
     before = _cpu_seconds(pid)
+    waits = _Waits(pid)
     t0 = time.perf_counter()
     raw = worker.send(message)
     wall = time.perf_counter() - t0
     worker.pause()  # background work cannot touch the results from here on
     try:
         cpu = _cpu_seconds(pid) - before
+        wall = waits.discount(wall, cpu, worker.threads or 1)
         _reply(raw)
         data = worker.read_results()
     finally:
@@ -469,6 +476,131 @@ def _timed_reference(baseline: Callable, inputs: list[tuple], worker: _Worker) -
     return seconds, results
 
 
+class _Waits:
+    """Time a batch spent waiting for a core, to take out of its wall time.
+
+    Timing across processes adds what timing in one process never sees: the worker has to
+    be woken for the batch and the verifier for the answer, and on a busy machine each
+    waits on the run queue behind other processes for a few milliseconds. That is other
+    processes' load, not the code's cost, and it would weigh most on the shorter side of a
+    round. The kernel counts it per thread (the second field of ``schedstat``, run_delay):
+    the wait of the process's main thread and of this thread during the batch is
+    subtracted, for the student's batches and the reference's alike.
+
+    The subtraction is refused when the process used more CPU than one core's worth per
+    allowed thread over the time left: a main thread kept waiting on purpose while helper
+    threads compute would otherwise have its wait forgiven.
+    """
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.theirs = _run_delay(f"/proc/{pid}/task/{pid}/schedstat")
+        self.mine = _run_delay("/proc/thread-self/schedstat")
+
+    def discount(self, wall: float, cpu: float, threads: int) -> float:
+        theirs = _run_delay(f"/proc/{self.pid}/task/{self.pid}/schedstat") - self.theirs
+        mine = _run_delay("/proc/thread-self/schedstat") - self.mine
+        waited = max(0.0, theirs) + max(0.0, mine)
+        left = wall - waited
+        if waited <= 0 or left <= 0 or cpu > threads * left * 1.05 + 1e-3:
+            return wall
+        return left
+
+
+def _run_delay(path: str) -> float:
+    try:
+        with open(path) as fh:
+            return int(fh.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+class _ReferenceProcess:
+    """The grader's reference, timed in a process of its own, the same way as the student's.
+
+    Forked from the verifier when a speed cell starts measuring (it inherits the reference
+    function and the thread settings; it runs no student code), and driven exactly as the
+    student worker is: the batch's inputs staged before the clock, one round trip per batch,
+    results written into a memory file before the answer. Both sides then pay the same
+    round trip and get the same treatment from the scheduler. Timing the reference inside
+    the verifier, which sleeps while the worker runs and so is favoured when it wakes,
+    measured the student's answers up to 3-4x slower than ``compare`` did on a loaded machine.
+    """
+
+    def __init__(self, baseline: Callable) -> None:
+        to_r, self._w = os.pipe()
+        self._r, from_w = os.pipe()
+        self.results_fd = os.memfd_create("course-reference", 0)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child: serve batches until the verifier closes the pipe
+            code = 1
+            try:
+                os.close(self._w)
+                os.close(self._r)
+                _serve_reference(to_r, from_w, self.results_fd, baseline)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(to_r)
+        os.close(from_w)
+        self.pid = pid
+
+    def stage(self, payload: bytes) -> float:
+        """Stage the inputs; return the CPU seconds the reference process spent receiving them."""
+        before = _cpu_seconds(self.pid)
+        write_frame(self._w, payload)
+        if read_frame(self._r) != b"ok":
+            raise RuntimeError("the reference process could not stage its inputs")
+        return _cpu_seconds(self.pid) - before
+
+    def batch(self, calls: int, threads: int) -> tuple[float, list]:
+        before = _cpu_seconds(self.pid)
+        waits = _Waits(self.pid)
+        t0 = time.perf_counter()
+        write_frame(self._w, b"batch %d" % calls)
+        answer = read_frame(self._r)
+        seconds = time.perf_counter() - t0
+        seconds = waits.discount(seconds, _cpu_seconds(self.pid) - before, threads)
+        size = os.fstat(self.results_fd).st_size
+        outcome = pickle.loads(os.pread(self.results_fd, size, 0))  # the grader's own process
+        if answer != b"ok" or outcome[0] != "ok":
+            raise RuntimeError(f"the reference failed: {outcome[1:]}")
+        return max(seconds - _write_seconds(outcome[1]), 1e-7), outcome[1]
+
+    def close(self) -> None:
+        for fd in (self._w, self._r, self.results_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(self.pid, 0)
+
+
+def _serve_reference(rfd: int, wfd: int, results_fd: int, baseline: Callable) -> None:
+    import gc
+
+    from course_lib.grader._student_worker import _collecting_later, _run_batch, _write_results
+
+    staged: list = []
+    while True:
+        try:
+            message = read_frame(rfd)
+        except EOFError:
+            return
+        collect = False
+        if message.startswith(b"batch "):  # as the worker does: no collection until answered
+            collect = _collecting_later()
+            _write_results(results_fd, _run_batch(baseline, staged[:int(message[6:])]))
+        else:
+            staged = []
+            gc.collect()  # the last batch's inputs and results go, untimed
+            staged = pickle.loads(message)
+        write_frame(wfd, b"ok")
+        if collect:
+            gc.enable()
+
+
 def _remote_correctness(candidate: _Remote, baseline: Callable, make_args: Callable, settings: Any) -> Any:
     """As in the kernel: ``checks`` fresh inputs agree, and the per-call estimate of each side.
 
@@ -520,51 +652,75 @@ def _remote_speedup(candidate: _Remote, baseline: Callable, make_args: Callable,
         pools = worker.set_threads(threads)
         estimate = _remote_correctness(candidate, baseline, make_args, settings)
         grading._refuse_microseconds(estimate, fastest, settings.min_call_seconds)
-        probe = grading._fresh_args(make_args)
-        k_c, k_b = _batch_sizes(estimate, len(pickle.dumps(probe, protocol=pickle.HIGHEST_PROTOCOL)))
-        rng = __import__("numpy").random.default_rng(int.from_bytes(os.urandom(16), "little"))
-        # Extra results checked per round, on top of the k_b the reference's batch checks.
-        spare = max(0, k_c - k_b)
-        per_round = settings.verify_budget / _MIN_ROUNDS / max(estimate.baseline_seconds, 1e-9)
-        extra = min(spare, max(1 if spare else 0, int(per_round)))
-        ratios: list[float] = []
-        base_t: list[float] = []
-        cand_t: list[float] = []
-        path: list[float] = []
-        target, started = _ROUNDS_BUDGET * settings.budget, time.perf_counter()
-        spent = 0.0
-        while True:
-            inputs = [grading._fresh_args(make_args) for _ in range(max(k_c, k_b))]
-            try:
-                payload = pickle.dumps(inputs[:k_c], protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception as exc:
-                raise _Inconclusive(f"the inputs cannot be sent to your code ({type(exc).__name__}: "
-                                    f"{exc})") from None
-            smuggled = _stage(worker, payload)
-            for side in ((0, 1) if len(ratios) % 2 == 0 else (1, 0)):
-                if side == 0:
-                    t_b, expected = _timed_reference(baseline, inputs[:k_b], worker)
-                else:
-                    t_c, _, results = _run_batch(worker, candidate.name)
-            if len(path) < _PATH_PROBES:
-                path.append(_run_batch(worker, None)[0])  # the same staged inputs, no work
-            _check_batch(results, expected, inputs, k_c, extra, rng, baseline, estimate, settings,
-                         len(ratios) + 1)
-            t_c += smuggled
-            base_t.append(t_b / k_b)
-            cand_t.append(t_c / k_c)
-            ratios.append(base_t[-1] / cand_t[-1])
-            spent += t_b + t_c
-            rounds, wall = len(ratios), time.perf_counter() - started
-            if rounds < _MIN_ROUNDS:
-                continue
-            if rounds >= _MAX_ROUNDS or spent >= target or wall >= _WALL_BUDGET * settings.budget:
-                low, ratio, high = grading._median_interval(ratios)
-                close = any(low < b <= high for b in boundaries)
-                if (not close or spent >= 2 * target or rounds >= 2 * _MAX_ROUNDS
-                        or wall >= 2 * _WALL_BUDGET * settings.budget):
-                    return _Measured(ratio, low, high, rounds, statistics.median(base_t),
-                                     statistics.median(cand_t), k_c, statistics.median(path), pools)
+        reference = _ReferenceProcess(baseline)
+        try:
+            return _remote_rounds(candidate, reference, baseline, make_args, settings, estimate, boundaries,
+                                  pools)
+        finally:
+            reference.close()
+
+
+def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: Callable, make_args: Callable,
+                   settings: Any, estimate: Any, boundaries: tuple[float, ...], pools: str) -> _Measured:
+    from course_lib import grading
+
+    worker = candidate.worker
+    probe = grading._fresh_args(make_args)
+    k_c, k_b = _batch_sizes(estimate, len(pickle.dumps(probe, protocol=pickle.HIGHEST_PROTOCOL)))
+    rng = __import__("numpy").random.default_rng(int.from_bytes(os.urandom(16), "little"))
+    # Extra results checked per round, on top of the k_b the reference's batch checks.
+    spare = max(0, k_c - k_b)
+    per_round = settings.verify_budget / _MIN_ROUNDS / max(estimate.baseline_seconds, 1e-9)
+    extra = min(spare, max(1 if spare else 0, int(per_round)))
+    ratios: list[float] = []
+    base_t: list[float] = []
+    cand_t: list[float] = []
+    path: list[float] = []
+    target, started = _ROUNDS_BUDGET * settings.budget, time.perf_counter()
+    spent = 0.0
+    while True:
+        inputs = [grading._fresh_args(make_args) for _ in range(max(k_c, k_b))]
+        try:
+            payload = pickle.dumps(inputs[:k_c], protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            raise _Inconclusive(f"the inputs cannot be sent to your code ({type(exc).__name__}: "
+                                f"{exc})") from None
+        # The reference process receives the same bytes first: what that costs an honest
+        # process is the yardstick for the worker's staging.
+        if k_b > k_c:
+            everything = pickle.dumps(inputs, protocol=pickle.HIGHEST_PROTOCOL)
+            honest = reference.stage(everything) * len(payload) / max(1, len(everything))
+        else:
+            honest = reference.stage(payload)
+        smuggled = _stage(worker, payload, honest)
+        for side in ((0, 1) if len(ratios) % 2 == 0 else (1, 0)):
+            if side == 0:
+                worker.pause()  # no student process runs while the reference is timed
+                try:
+                    t_b, expected = reference.batch(k_b, worker.threads or 1)
+                finally:
+                    worker.resume()
+            else:
+                t_c, _, results = _run_batch(worker, candidate.name)
+        if len(path) < _PATH_PROBES:
+            path.append(_run_batch(worker, None)[0])  # the same staged inputs, no work
+        _check_batch(results, expected, inputs, k_c, extra, rng, baseline, estimate, settings,
+                     len(ratios) + 1)
+        t_c += smuggled
+        base_t.append(t_b / k_b)
+        cand_t.append(t_c / k_c)
+        ratios.append(base_t[-1] / cand_t[-1])
+        spent += t_b + t_c
+        rounds, wall = len(ratios), time.perf_counter() - started
+        if rounds < _MIN_ROUNDS:
+            continue
+        if rounds >= _MAX_ROUNDS or spent >= target or wall >= _WALL_BUDGET * settings.budget:
+            low, ratio, high = grading._median_interval(ratios)
+            close = any(low < b <= high for b in boundaries)
+            if (not close or spent >= 2 * target or rounds >= 2 * _MAX_ROUNDS
+                    or wall >= 2 * _WALL_BUDGET * settings.budget):
+                return _Measured(ratio, low, high, rounds, statistics.median(base_t),
+                                 statistics.median(cand_t), k_c, statistics.median(path), pools)
 
 
 def _check_batch(results: Any, expected: list, inputs: list, k_c: int, extra: int, rng: Any,
