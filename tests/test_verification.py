@@ -218,3 +218,47 @@ def test_scaling_is_timed_by_the_workers_cpu_time(tmp_path, answer, score):
     verdict = _verify(tmp_path, answer, SCALING_TEST, grade_id="test_grow_scaling", points=2, reference=LINEAR)
     assert verdict.conclusive and verdict.score == score, verdict.detail
     assert "exponent" in verdict.detail
+
+
+SNOOP = FAST + """
+
+import os
+import pathlib
+
+_SEEN = []
+for _path in (pathlib.Path(SOLUTIONS), pathlib.Path("/etc/shadow")):
+    try:
+        _SEEN.append(sorted(os.listdir(_path)) if _path.is_dir() else _path.read_text()[:10])
+    except OSError:
+        _SEEN.append(None)
+
+
+def count_known(catalogue, queries, _seen=tuple(_SEEN)):
+    known = set(catalogue)
+    hits = sum(1 for q in queries if q in known)
+    return hits if _seen == (None, None) else -1
+"""
+
+
+@pytest.mark.skipif(__import__("course_lib.grader.sandbox", fromlist=["available"]).available() is not None,
+                    reason="bubblewrap is not usable here")
+def test_the_sandboxed_worker_sees_nothing_of_the_course_and_is_measured_the_same(tmp_path):
+    # In the sandbox the answer's attempts to list the course and read /etc/shadow fail,
+    # so it answers right (it returns -1 if it saw anything); timing works through it.
+    (tmp_path / "solutions").mkdir()
+    source, submitted = tmp_path / "source.ipynb", tmp_path / "graded" / "nb.ipynb"
+    submitted.parent.mkdir()
+
+    def notebook(answer_source: str):
+        return new_notebook(cells=[_cell(SETUP, "setup"), _cell(answer_source, "answer", solution=True),
+                                   _cell(SPEED_TEST, "test_speed", grade=True, points=3)])
+
+    nbformat.write(notebook(FAST), source)
+    snoop = f"SOLUTIONS = {str(tmp_path / 'solutions')!r}\n" + SNOOP
+    nbformat.write(notebook(snoop), submitted)
+    # Unsandboxed, the same answer sees the folder and is wrong: the test can fail.
+    unsandboxed, = verify_notebook(source, submitted, timeout=30, log=tmp_path / "log0.txt")
+    assert unsandboxed.score == 0
+    verdict, = verify_notebook(source, submitted, timeout=30, log=tmp_path / "log.txt", sandboxed=True)
+    assert verdict.score == 3, verdict.detail
+    assert "batches of" in verdict.detail

@@ -883,7 +883,7 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path) -> tu
             continue
         try:
             verdicts = verify_notebook(source, path, timeout=course.timeout, log=log_file,
-                                       memory_limit=course.memory_limit)
+                                       memory_limit=course.memory_limit, sandboxed=course.sandboxed)
         except Exception as err:  # the grader's own failure must not cost the student the grade
             flags.append(Flag("unverified", (), f"{path.name}: the verification failed: {type(err).__name__}: {err}"))
             continue

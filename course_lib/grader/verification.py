@@ -50,10 +50,12 @@ import os
 import pickle
 import re
 import select
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
@@ -102,7 +104,8 @@ def is_performance_cell(grade_id: str | None) -> bool:
 
 
 def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 60,
-                    log: str | Path | None = None, memory_limit: int = 0) -> list[CellVerdict]:
+                    log: str | Path | None = None, memory_limit: int = 0,
+                    sandboxed: bool = False) -> list[CellVerdict]:
     """Grade the performance cells of ``autograded`` again, outside the student's kernel.
 
     Parameters
@@ -119,6 +122,10 @@ def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 6
     memory_limit : int, optional
         Bytes the student worker may use (its address space is capped at this plus
         headroom for reservations, so an allocation past it fails with ``MemoryError``).
+    sandboxed : bool, optional
+        Run the student worker in a :class:`course_lib.grader.sandbox.Sandbox`, as
+        ``course grade`` does (it reads nothing of the course but ``course_lib`` and a copy
+        of the notebook's folder, and is frozen whole while the reference is timed).
 
     Returns
     -------
@@ -139,6 +146,7 @@ def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 6
         "cwd": str(Path(autograded).resolve().parent),
         "timeout": int(timeout),
         "memory_limit": int(memory_limit),
+        "sandboxed": bool(sandboxed),
         "log": str(log) if log else os.devnull,
     }
     points = {c["grade_id"]: c["points"] for c in job["judge_cells"]}
@@ -179,8 +187,10 @@ class _Inconclusive(Exception):
 class _Worker:
     """The connection to the student worker process."""
 
-    def __init__(self, cwd: str, log: str, timeout: int, memory_limit: int = 0) -> None:
+    def __init__(self, cwd: str, log: str, timeout: int, memory_limit: int = 0, sandboxed: bool = False) -> None:
         self._settings = (cwd, log, memory_limit)
+        self.sandboxed = sandboxed
+        self.box: Any = None
         self.timeout = timeout
         self.restarts = 0
         self._cells: list[str] | None = None
@@ -210,17 +220,56 @@ class _Worker:
         # open descriptor: no path the worker could swap for a FIFO or a link, and nothing
         # left in /dev/shm if this process is killed.
         self.results_fd = os.memfd_create("course-results", 0)
-        env = dict(os.environ, MPLBACKEND="Agg", PYDEVD_DISABLE_FILE_VALIDATION="1", NBGRADER_EXECUTION="autograde")
         self._log = open(log, "a", encoding="utf-8")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", LAUNCH, str(to_worker_r), str(from_worker_w), str(self.results_fd)],
-            pass_fds=(to_worker_r, from_worker_w, self.results_fd), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-            stdout=self._log, stderr=self._log, start_new_session=True,
-            preexec_fn=(lambda: _limit_address_space(memory_limit)) if memory_limit else None)
-        os.close(to_worker_r)
-        os.close(from_worker_w)
+        argv = [sys.executable, "-c", LAUNCH, str(to_worker_r), str(from_worker_w), str(self.results_fd)]
+        fds = (to_worker_r, from_worker_w, self.results_fd)
+        try:
+            if self.sandboxed:
+                self.proc, self.pid = self._start_sandboxed(argv, fds, cwd, memory_limit)
+            else:
+                env = dict(os.environ, MPLBACKEND="Agg", PYDEVD_DISABLE_FILE_VALIDATION="1",
+                           NBGRADER_EXECUTION="autograde")
+                self.proc = subprocess.Popen(
+                    argv, pass_fds=fds, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=self._log,
+                    stderr=self._log, start_new_session=True,
+                    preexec_fn=(lambda: _limit_address_space(memory_limit)) if memory_limit else None)
+                self.pid = self.proc.pid
+        finally:
+            os.close(to_worker_r)
+            os.close(from_worker_w)
         self.dead: str | None = None
         self.threads: int | None = None
+
+    def _start_sandboxed(self, argv: list[str], fds: tuple[int, ...], cwd: str,
+                         memory_limit: int) -> tuple[subprocess.Popen, int]:
+        """The worker in a bubblewrap sandbox, as the kernel was: a scratch copy of the
+        notebook's folder, ``course_lib`` read-only, the allow-listed environment; returns the
+        outer process and the host pid of the worker's interpreter (for ``/proc`` readings)."""
+        import course_lib
+        from course_lib.grader.sandbox import ALLOWED_ENV, Limits, Sandbox
+
+        self._base = tempfile.mkdtemp(prefix="cw-")
+        scratch = os.path.join(self._base, "w")
+        shutil.copytree(cwd, scratch, symlinks=True)  # a link the student sent stays a dead link
+        env = {k: v for k, v in os.environ.items() if k in ALLOWED_ENV and k != "PATH"}
+        env.update(MPLBACKEND="Agg", NBGRADER_EXECUTION="autograde")
+        self.box = Sandbox(scratch, read_only=[os.path.dirname(course_lib.__file__)], env=env,
+                           limits=Limits(memory=(memory_limit + _ADDRESS_HEADROOM) if memory_limit else None,
+                                         processes=256))
+        self.box.__enter__()
+        proc = self.box.popen(argv, pass_fds=fds, stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            for pid in self.box.processes():
+                try:
+                    if b"_student_worker" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                        return proc, pid
+                except OSError:
+                    continue
+            if proc.poll() is not None:
+                break
+            time.sleep(0.01)
+        raise StudentCodeError("the student worker did not start in its sandbox")
 
     def send(self, message: bytes, seconds: float | None = None) -> bytes:
         """One request and its raw reply; the worker is killed if it takes too long."""
@@ -246,15 +295,28 @@ class _Worker:
         return _reply(self.send(data, seconds))
 
     def pause(self) -> None:
+        """Stop every student process: the whole sandbox (daemons included), else the group."""
+        if self.box is not None:
+            with contextlib.suppress(Exception):
+                self.box.freeze()
+            return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGSTOP)
 
     def resume(self) -> None:
+        if self.box is not None:
+            with contextlib.suppress(Exception):
+                self.box.thaw()
+            return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGCONT)
 
     def kill(self, why: str) -> None:
         self.dead = self.dead or why
+        if self.box is not None:
+            with contextlib.suppress(Exception):
+                self.box.thaw()
+                self.box.kill()
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -279,6 +341,11 @@ class _Worker:
                 os.close(fd)
         self.kill("closed")
         self._log.close()
+        if self.box is not None:
+            with contextlib.suppress(Exception):
+                self.box.close()
+            self.box = None
+            shutil.rmtree(self._base, ignore_errors=True)
 
 
 # Address space, not resident memory, is what the kernel can cap for a process; NumPy, Numba
@@ -382,7 +449,7 @@ def _stage(worker: _Worker, payload: bytes, honest: float | None = None) -> floa
     it misses the page faults of a process that keeps the inputs, so it is only used for
     single calls.
     """
-    pid = worker.proc.pid
+    pid = worker.pid
     before, own = _cpu_seconds(pid), time.thread_time()
     worker.request("stage", payload)
     own = time.thread_time() - own  # writing into the pipe costs about what reading from it does
@@ -403,7 +470,7 @@ def _run_batch(worker: _Worker, name: str | None) -> tuple[float, float, Any]:
     to pickle and write the same results is subtracted: moving data costs the student
     nothing. ``name`` None runs the empty candidate (the round trip alone).
     """
-    pid = worker.proc.pid
+    pid = worker.pid
     message = pickle.dumps(("batch", name), protocol=pickle.HIGHEST_PROTOCOL)
     before = _cpu_seconds(pid)
     waits = _Waits(pid)
@@ -842,7 +909,7 @@ _RESIDENT_SLACK = 64 * 2**20
 
 
 def _remote_peak(fn: _Remote, args: tuple, kwargs: dict) -> tuple[int, int]:
-    pid = fn.worker.proc.pid
+    pid = fn.worker.pid
     resident_before = _status_kib(pid, "VmRSS")
     with contextlib.suppress(OSError):  # resets the peak RSS (VmHWM) to the current RSS
         Path(f"/proc/{pid}/clear_refs").write_text("5")
@@ -913,7 +980,7 @@ def _judge(job: dict) -> list[dict]:
     answers = set(job["answer_names"])
     cells = job["judge_cells"]
     graded = [c for c in cells if c["grade_id"] and c["graded"]]
-    worker = _Worker(job["cwd"], job["log"], job["timeout"], job.get("memory_limit", 0))
+    worker = _Worker(job["cwd"], job["log"], job["timeout"], job.get("memory_limit", 0), job.get("sandboxed", False))
     verdicts: list[dict] = []
     try:
         try:
