@@ -1356,17 +1356,31 @@ class _RunawayGuard:
     def __init__(self, limit_seconds: float) -> None:
         self.limit_ns = int(limit_seconds * 1e9)
         self.total_ns = 0
+        self.started = (_monotonic_ns(), _timer_now())
 
     def add(self, ns: int) -> None:
         self.total_ns += ns
         if self.total_ns > self.limit_ns:
             problems = _tampering_problems()
+            independent = (_monotonic_ns() - self.started[0]) / 1e9
+            timer = _timer_now() - self.started[1]
+            if not timer >= 0.5 * independent:  # also catches NaN
+                problems.append(f"compare's timer advanced {timer:.3g} s while an independent clock "
+                                f"advanced {independent:.3g} s")
             if problems:
                 raise TamperingDetected(
                     f"the timed calls have run for {self.total_ns / 1e9:.1f} s by an independent "
                     f"clock, far beyond the measurement's budget: {'; '.join(problems)}"
                 )
             self.limit_ns *= 2
+
+
+def _timer_now() -> float:
+    """What compare's timer reads now: the clock course_lib.timing currently measures with."""
+    try:
+        return float(vars(timing)["_perf_counter"]())
+    except Exception:  # noqa: BLE001 - a broken timer is evidence too
+        return float("nan")
 
 
 def _honest_limit(estimate: _Estimate, budget: float) -> float:
