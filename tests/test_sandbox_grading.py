@@ -10,8 +10,8 @@ asserted, and the course, the release, the bystander's files and the machine are
 
 Grading these samples is only safe where every place that runs student code is sandboxed:
 the out-of-kernel verifier's student worker (``verification.py``) runs the answer cells
-again. Until ``verification.WORKER_SANDBOXED`` is True (that worker runs in the sandbox), the fixture grades without the out-of-kernel
-verification (``nbgrading._verify`` is replaced by a no-op) rather than let
+again. Where ``verify_notebook`` cannot run that worker in the sandbox, the fixture grades
+without the out-of-kernel verification (``nbgrading._verify`` is replaced by a no-op) rather than let
 ``kills_everything`` signal every process on the machine with the grader's rights.
 """
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import hashlib
+import inspect
 import io
 import os
 import shutil
@@ -62,9 +63,9 @@ PROTECTED = ("solutions", "assignments", "examples", "nbgrader_config.py")
 
 
 def _worker_is_sandboxed() -> bool:
-    # An explicit promise, not a guess from the source: verification.py sets it when its
-    # student worker runs in the sandbox (a half-finished change must not unleash the samples).
-    return getattr(verification, "WORKER_SANDBOXED", False) is True
+    # The verifier's API, not a guess from its source: verify_notebook(sandboxed=...) runs the
+    # student worker in the sandbox (course grade passes it on unless --no-sandbox).
+    return "sandboxed" in inspect.signature(verification.verify_notebook).parameters
 
 
 def _digests(paths) -> dict[str, str]:
