@@ -13,7 +13,6 @@ What this module adds to nbgrader
   read-only cell overwritten, cell timeout, kernel died, tampering detected, unreliable
   measurement, code that reads ``NBGRADER_EXECUTION``, grading error;
 - feedback without hidden-test source (:class:`HideHiddenTests`);
-- :func:`check_notebook`, the visible tests of a student's notebook with points.
 
 Each submission is graded by :func:`grade_submission`, which needs only a :class:`Course`
 and a :class:`Submission`, so that a batch can later be spread over worker processes.
@@ -61,7 +60,6 @@ Examples
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import csv
 import dataclasses
@@ -101,13 +99,10 @@ __all__ = [
     "CourseError",
     "Flag",
     "SubmissionResult",
-    "CheckedCell",
-    "CheckResult",
     "release",
     "grade",
     "grade_submission",
     "format_table",
-    "check_notebook",
     "CourseExecute",
     "RestoreMissingCells",
     "HideHiddenTests",
@@ -249,61 +244,6 @@ class SubmissionResult:
 
     def has_flag(self, kind: str) -> bool:
         return any(flag.kind == kind for flag in self.flags)
-
-
-@dataclass(frozen=True)
-class CheckedCell:
-    """One grade cell in :func:`check_notebook`: ``status`` is passed, failed, hidden or manual."""
-
-    grade_id: str
-    status: str
-    points: float
-    max_points: float
-    message: str = ""
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """What :func:`check_notebook` found; ``passed`` is True when every visible test passed."""
-
-    notebook: Path
-    cells: tuple[CheckedCell, ...]
-    warnings: tuple[str, ...] = ()
-
-    @property
-    def passed(self) -> bool:
-        return all(cell.status != "failed" for cell in self.cells)
-
-    @property
-    def visible_points(self) -> tuple[float, float]:
-        """Points scored and available in the visible tests."""
-        visible = [c for c in self.cells if c.status in ("passed", "failed")]
-        return sum(c.points for c in visible), sum(c.max_points for c in visible)
-
-    @property
-    def hidden_points(self) -> float:
-        return sum(c.max_points for c in self.cells if c.status == "hidden")
-
-    def report(self) -> str:
-        """The printable report: one line per grade cell, then the totals."""
-        lines = [f"Checking {self.notebook.name}: visible tests only; hidden tests run when it is graded."]
-        lines += [f"  warning: {w}" for w in self.warnings]
-        width = max([len(c.grade_id) for c in self.cells] + [10])
-        for cell in self.cells:
-            if cell.status == "hidden":
-                lines.append(f"  ----  {cell.grade_id:<{width}}  {_points(cell.max_points)} in hidden tests")
-            elif cell.status == "manual":
-                lines.append(f"  ----  {cell.grade_id:<{width}}  {_points(cell.max_points)}, graded by hand")
-            else:
-                tag = "PASS" if cell.status == "passed" else "FAIL"
-                line = f"  {tag}  {cell.grade_id:<{width}}  {_pts(cell.points)} / {_pts(cell.max_points)}"
-                lines.append(line + (f"  {cell.message}" if cell.message else ""))
-        got, available = self.visible_points
-        n_visible = sum(c.status in ("passed", "failed") for c in self.cells)
-        n_passed = sum(c.status == "passed" for c in self.cells)
-        lines.append(f"Visible tests: {n_passed} of {n_visible} passed, {_pts(got)} / {_points(available)}; "
-                     f"another {_points(self.hidden_points)} in hidden tests.")
-        return "\n".join(lines)
 
 
 def release(course: Course, assignment: str) -> Path:
@@ -590,37 +530,6 @@ def format_table(results: list[SubmissionResult]) -> str:
     lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)).rstrip() for line in [header, *rows]]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
-
-
-def check_notebook(path: str | Path, timeout: int = 60) -> CheckResult:
-    """Run a student's notebook as it is, in a fresh kernel, and score its visible tests.
-
-    Grade cells whose source holds no code (their tests are hidden) are reported as
-    ``hidden``; the others are scored the way nbgrader scores them (an error or any stderr
-    output fails the cell). The kernel starts in the notebook's folder with
-    ``NBGRADER_EXECUTION=validate``, as ``nbgrader validate`` does.
-
-    Raises
-    ------
-    CourseError
-        if the file is missing or is not a readable notebook.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise CourseError(f"notebook not found: {path}")
-    reason = _unreadable_reason(path)
-    if reason:
-        raise CourseError(f"{path} is not a readable notebook: {reason}")
-    nb = nbformat.read(path, as_version=4)
-    warnings = [f"read-only cell {cell.metadata.nbgrader['grade_id']!r} was edited; "
-                "the original is put back when grading"
-                for cell in nb.cells if _edited_locked(cell)]
-    # The kernel process's own warnings are not the student's concern; cell output is kept.
-    executor = CourseExecute(timeout=timeout, kernel_log=os.devnull, log=_quiet_logger())
-    with _environment(NBGRADER_EXECUTION="validate", PYDEVD_DISABLE_FILE_VALIDATION="1"):
-        executor.preprocess(nb, {"metadata": {"path": str(path.parent.resolve())}})
-    return CheckResult(path, tuple(_check_cell(cell) for cell in nb.cells if nbutils.is_grade(cell)),
-                       tuple(warnings))
 
 
 # --- private helpers -------------------------------------------------------------------------
@@ -1064,41 +973,6 @@ def _progress_bar(total: int, show: bool | None):
     disable = (None if total > 5 else True) if show is None else not show
     with tqdm(total=total, file=sys.stderr, unit="submission", disable=disable, leave=False) as bar:
         yield bar
-
-
-def _has_code(source: str) -> bool:
-    try:
-        return bool(ast.parse(source).body)
-    except SyntaxError:
-        return True  # not ours to judge here: running it will fail the cell
-
-
-def _edited_locked(cell: nbformat.NotebookNode) -> bool:
-    meta = cell.metadata.get("nbgrader", {})
-    return (nbutils.is_locked(cell) and "checksum" in meta and "grade_id" in meta
-            and nbutils.compute_checksum(cell) != meta["checksum"])
-
-
-def _check_cell(cell: nbformat.NotebookNode) -> CheckedCell:
-    grade_id = cell.metadata.nbgrader["grade_id"]
-    max_points = float(cell.metadata.nbgrader.get("points", 0))
-    if nbutils.is_solution(cell) or cell.cell_type != "code":
-        return CheckedCell(grade_id, "manual", 0.0, max_points)
-    if not _has_code(cell.source):
-        return CheckedCell(grade_id, "hidden", 0.0, max_points)
-    score, max_points = nbutils.determine_grade(cell)
-    status = "passed" if score == max_points else "failed"
-    return CheckedCell(grade_id, status, float(score), float(max_points), _first_problem(cell) if status == "failed" else "")
-
-
-def _first_problem(cell: nbformat.NotebookNode) -> str:
-    for output in cell.outputs:
-        if output.output_type == "error":
-            message = f"{output.ename}: {output.evalue}".strip().rstrip(":")
-            return message.splitlines()[0] if message else output.ename
-        if output.output_type == "stream" and output.name == "stderr":
-            return "wrote to stderr: " + (output.text.strip().splitlines() or [""])[0]
-    return "partial credit"
 
 
 def _pts(x: float) -> str:

@@ -37,6 +37,7 @@ import nbformat
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from course_lib.check import _has_code  # the check students run decides what a hidden test is
 from course_lib.grader.nbgrading import CourseError
 
 __all__ = ["COPIED", "MAKE_TARGETS", "write_student_repo", "student_readme", "student_makefile",
@@ -489,13 +490,6 @@ def _student_extra(pyproject: str) -> list[str]:
     if not extras.get("student"):
         raise CourseError("pyproject.toml has no 'student' optional-dependency set to install for students")
     return list(extras["student"])
-
-
-def _has_code(source: str) -> bool:
-    try:
-        return bool(ast.parse(source).body)
-    except SyntaxError:
-        return True
 
 
 def _returns_points(source: str) -> bool:
