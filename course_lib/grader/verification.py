@@ -56,6 +56,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
@@ -221,27 +222,33 @@ class _Worker:
         # left in /dev/shm if this process is killed.
         self.results_fd = os.memfd_create("course-results", 0)
         self._log = open(log, "a", encoding="utf-8")
+        # The worker's output reaches the log through a pipe drained here, capped: a cell that
+        # prints 200 MB must not leave a 200 MB log (what is cut is said in the log).
+        out_r, out_w = os.pipe()
+        self._drain = threading.Thread(target=_drain, args=(out_r, self._log, _LOG_CAP), daemon=True)
+        self._drain.start()
         argv = [sys.executable, "-c", LAUNCH, str(to_worker_r), str(from_worker_w), str(self.results_fd)]
         fds = (to_worker_r, from_worker_w, self.results_fd)
         try:
             if self.sandboxed:
-                self.proc, self.pid = self._start_sandboxed(argv, fds, cwd, memory_limit)
+                self.proc, self.pid = self._start_sandboxed(argv, fds, cwd, memory_limit, out_w)
             else:
                 env = dict(os.environ, MPLBACKEND="Agg", PYDEVD_DISABLE_FILE_VALIDATION="1",
                            NBGRADER_EXECUTION="autograde")
                 self.proc = subprocess.Popen(
-                    argv, pass_fds=fds, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=self._log,
-                    stderr=self._log, start_new_session=True,
+                    argv, pass_fds=fds, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out_w,
+                    stderr=out_w, start_new_session=True,
                     preexec_fn=(lambda: _limit_address_space(memory_limit)) if memory_limit else None)
                 self.pid = self.proc.pid
         finally:
             os.close(to_worker_r)
             os.close(from_worker_w)
+            os.close(out_w)
         self.dead: str | None = None
         self.threads: int | None = None
 
     def _start_sandboxed(self, argv: list[str], fds: tuple[int, ...], cwd: str,
-                         memory_limit: int) -> tuple[subprocess.Popen, int]:
+                         memory_limit: int, output: int) -> tuple[subprocess.Popen, int]:
         """The worker in a bubblewrap sandbox, as the kernel was: a scratch copy of the
         notebook's folder, ``course_lib`` read-only, the allow-listed environment; returns the
         outer process and the host pid of the worker's interpreter (for ``/proc`` readings)."""
@@ -257,7 +264,7 @@ class _Worker:
                            limits=Limits(memory=(memory_limit + _ADDRESS_HEADROOM) if memory_limit else None,
                                          processes=256))
         self.box.__enter__()
-        proc = self.box.popen(argv, pass_fds=fds, stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log)
+        proc = self.box.popen(argv, pass_fds=fds, stdin=subprocess.DEVNULL, stdout=output, stderr=output)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             for pid in self.box.processes():
@@ -340,12 +347,31 @@ class _Worker:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.kill("closed")
+        self._drain.join(5)  # the worker's end of the pipe is closed: the drain ends
         self._log.close()
         if self.box is not None:
             with contextlib.suppress(Exception):
                 self.box.close()
             self.box = None
             shutil.rmtree(self._base, ignore_errors=True)
+
+
+_LOG_CAP = 1_000_000  # bytes of the worker's output kept in the log
+
+
+def _drain(fd: int, log: Any, cap: int) -> None:
+    """Copy the worker's output into the log up to ``cap`` bytes, then only read it."""
+    kept = 0
+    with os.fdopen(fd, "rb") as pipe:
+        for chunk in iter(lambda: pipe.read1(65536), b""):
+            if kept < cap:
+                piece = chunk[:cap - kept].decode("utf-8", "replace")
+                kept += len(chunk)
+                with contextlib.suppress(ValueError, OSError):
+                    log.write(piece)
+                    if kept >= cap:
+                        log.write(f"\n[the grader cut the student worker's output here, at {cap:,} bytes]\n")
+                    log.flush()
 
 
 # Address space, not resident memory, is what the kernel can cap for a process; NumPy, Numba
