@@ -66,7 +66,7 @@ def _cell(source: str, grade_id: str | None = None, *, solution=False, grade=Fal
 
 
 def _verify(tmp_path: Path, answer: str, test: str = SPEED_TEST, grade_id: str = "test_speed",
-            points: int = 3, timeout: int = 20, reference: str = FAST) -> CellVerdict:
+            points: int = 3, timeout: int = 20, reference: str = FAST, sandboxed: bool = False) -> CellVerdict:
     def notebook(answer_source: str):
         return new_notebook(cells=[
             _cell(SETUP, "setup"),
@@ -78,7 +78,7 @@ def _verify(tmp_path: Path, answer: str, test: str = SPEED_TEST, grade_id: str =
     submitted.parent.mkdir()
     nbformat.write(notebook(reference), source)
     nbformat.write(notebook(answer), submitted)
-    verdicts = verify_notebook(source, submitted, timeout=timeout, log=tmp_path / "log.txt")
+    verdicts = verify_notebook(source, submitted, timeout=timeout, log=tmp_path / "log.txt", sandboxed=sandboxed)
     assert [v.grade_id for v in verdicts] == [grade_id]
     return verdicts[0]
 
@@ -262,3 +262,13 @@ def test_the_sandboxed_worker_sees_nothing_of_the_course_and_is_measured_the_sam
     verdict, = verify_notebook(source, submitted, timeout=30, log=tmp_path / "log.txt", sandboxed=True)
     assert verdict.score == 3, verdict.detail
     assert "batches of" in verdict.detail
+
+
+@pytest.mark.skipif(__import__("course_lib.grader.sandbox", fromlist=["available"]).available() is not None,
+                    reason="bubblewrap is not usable here")
+def test_the_sandboxed_workers_cpu_time_is_read_from_the_interpreter_not_its_wrappers(tmp_path):
+    # setpriv, unshare and bwrap carry the worker's command line too; their CPU time is ~0,
+    # and reading it made a linear answer's scaling cell "refused" (the largest size 0.1 us).
+    verdict = _verify(tmp_path, LINEAR, SCALING_TEST, grade_id="test_grow_scaling", points=2, reference=LINEAR,
+                      sandboxed=True)
+    assert verdict.conclusive and verdict.score == 2, verdict.detail

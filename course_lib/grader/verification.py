@@ -265,11 +265,15 @@ class _Worker:
                                          processes=256))
         self.box.__enter__()
         proc = self.box.popen(argv, pass_fds=fds, stdin=subprocess.DEVNULL, stdout=output, stderr=output)
+        # The wrappers (setpriv, unshare, bwrap) carry the same command line: the worker is
+        # the process running this interpreter.
+        interpreter = os.path.realpath(sys.executable)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             for pid in self.box.processes():
                 try:
-                    if b"_student_worker" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    if (os.path.realpath(os.readlink(f"/proc/{pid}/exe")) == interpreter
+                            and b"_student_worker" in Path(f"/proc/{pid}/cmdline").read_bytes()):
                         return proc, pid
                 except OSError:
                     continue
