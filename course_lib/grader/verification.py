@@ -148,11 +148,16 @@ def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 6
         "timeout": int(timeout),
         "memory_limit": int(memory_limit),
         "sandboxed": bool(sandboxed),
+        # The instructor's cells run in the verifier and may write files (a CSV to read) into
+        # a temporary folder whose path they pass to the student's function: that folder
+        # must be readable in the worker's sandbox, whose own /tmp is private.
+        "tmpdir": tempfile.mkdtemp(prefix="cv-"),
         "log": str(log) if log else os.devnull,
     }
     points = {c["grade_id"]: c["points"] for c in job["judge_cells"]}
     limit = timeout * (len(job["student_cells"]) + len(tests) + 2) + 60
-    with open(job["log"], "a", encoding="utf-8") as log_file:
+    os.chmod(job["tmpdir"], 0o755)
+    with open(job["log"], "a", encoding="utf-8") as log_file, _removed(job["tmpdir"]):
         try:
             # -I -P: no PYTHON* variables, no user site, and neither the working folder nor
             # the script's folder on sys.path, so a numpy.py dropped by the student's code
@@ -188,8 +193,10 @@ class _Inconclusive(Exception):
 class _Worker:
     """The connection to the student worker process."""
 
-    def __init__(self, cwd: str, log: str, timeout: int, memory_limit: int = 0, sandboxed: bool = False) -> None:
+    def __init__(self, cwd: str, log: str, timeout: int, memory_limit: int = 0, sandboxed: bool = False,
+                 shared: str | None = None) -> None:
         self._settings = (cwd, log, memory_limit)
+        self.shared = shared  # the verifier's temporary folder, read-only in the sandbox
         self.sandboxed = sandboxed
         self.box: Any = None
         self.timeout = timeout
@@ -255,12 +262,14 @@ class _Worker:
         import course_lib
         from course_lib.grader.sandbox import ALLOWED_ENV, Limits, Sandbox
 
-        self._base = tempfile.mkdtemp(prefix="cw-")
+        # Beside the shared folder, not in it (the verifier's TMPDIR points into it).
+        self._base = tempfile.mkdtemp(prefix="cw-", dir=os.path.dirname(self.shared) if self.shared else None)
         scratch = os.path.join(self._base, "w")
         shutil.copytree(cwd, scratch, symlinks=True)  # a link the student sent stays a dead link
         env = {k: v for k, v in os.environ.items() if k in ALLOWED_ENV and k != "PATH"}
         env.update(MPLBACKEND="Agg", NBGRADER_EXECUTION="autograde")
-        self.box = Sandbox(scratch, read_only=[os.path.dirname(course_lib.__file__)], env=env,
+        read_only = [os.path.dirname(course_lib.__file__), *([self.shared] if self.shared else [])]
+        self.box = Sandbox(scratch, read_only=read_only, env=env,
                            limits=Limits(memory=(memory_limit + _ADDRESS_HEADROOM) if memory_limit else None,
                                          processes=256))
         self.box.__enter__()
@@ -298,6 +307,8 @@ class _Worker:
             raise StudentCodeError(self.dead) from None
 
     def request(self, *message: Any, seconds: float | None = None) -> Any:
+        if self.shared and self.box is not None:
+            _share(self.shared)  # what the instructor's cells wrote so far, before the student reads it
         try:
             data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # e.g. a test passes one of its own functions to the student's
@@ -1010,7 +1021,8 @@ def _judge(job: dict) -> list[dict]:
     answers = set(job["answer_names"])
     cells = job["judge_cells"]
     graded = [c for c in cells if c["grade_id"] and c["graded"]]
-    worker = _Worker(job["cwd"], job["log"], job["timeout"], job.get("memory_limit", 0), job.get("sandboxed", False))
+    worker = _Worker(job["cwd"], job["log"], job["timeout"], job.get("memory_limit", 0), job.get("sandboxed", False),
+                     shared=job.get("tmpdir"))
     verdicts: list[dict] = []
     try:
         try:
@@ -1112,6 +1124,29 @@ def _quiet() -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def _removed(folder: str) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _share(folder: str) -> None:
+    """Make what the instructor's cells wrote under ``folder`` readable by the sandbox's uid.
+
+    ``tempfile.mkdtemp`` makes 0700 folders; the worker runs as another user and gets the
+    folder read-only, so it can read the inputs but change nothing.
+    """
+    for root, dirs, files in os.walk(folder):
+        for name in dirs:
+            with contextlib.suppress(OSError):
+                os.chmod(os.path.join(root, name), 0o755)
+        for name in files:
+            with contextlib.suppress(OSError):
+                os.chmod(os.path.join(root, name), 0o644)
+
+
 def _judge_main() -> int:
     job = json.loads(sys.stdin.read())
     report = sys.stdout
@@ -1123,6 +1158,8 @@ def _judge_main() -> int:
 
     from course_lib import complexity, grading, timing  # noqa: F401
 
+    if job.get("tmpdir"):
+        os.environ["TMPDIR"] = tempfile.tempdir = job["tmpdir"]
     os.chdir(job["cwd"])
     verdicts = _judge(job)
     report.write(json.dumps(verdicts) + "\n")
