@@ -109,7 +109,7 @@ def test_disagreements_report_both_verdicts(graded):
     details = {(r["student"], r["cells"]): r["detail"] for r in rows}
     speed = details[("patches_grading_internals", "test_count_speed")]
     assert speed.startswith("in the student's kernel 4/4, outside it 0/4 (stored)")
-    assert re.search(r"measured outside your kernel: [01]\.\d+x", speed)
+    assert re.search(r"measured outside your kernel: [01](\.\d+)?x", speed)
     assert set(details) >= {("rebinds_assert_same", "test_count_visible"), ("rebinds_assert_same", "test_count_hidden")}
 
 

@@ -82,7 +82,15 @@ def test_no_gradebook_or_cache(student):
     assert left == []
 
 
-@pytest.mark.parametrize("part", ["book", "_toc.yml", "binder", "course_lib/grading.py", "course_lib/check.py",
+def test_the_instructors_guide_is_left_out(student):
+    # It quotes hidden-test lines (its worked example is what `course new` writes).
+    assert not (student / "book" / "instructors.md").exists()
+    toc = (student / "_toc.yml").read_text()
+    assert "book/instructors" not in toc and "book/week1_workload" in toc
+    assert toc == student_repo.without_pages((ROOT / "_toc.yml").read_text(), student_repo.INSTRUCTOR_PAGES)
+
+
+@pytest.mark.parametrize("part", ["book", "binder", "course_lib/grading.py", "course_lib/check.py",
                                   "course_lib/__main__.py", "assignments/week1/week1.ipynb",
                                   ".devcontainer/devcontainer.json", ".devcontainer/start-jupyterlab.sh",
                                   ".github/workflows/book.yml"])

@@ -411,7 +411,10 @@ def test_waiting_stage_has_little_cpu_and_computing_stage_has_much():
         work(1_000_000)
     wall, cpu = sw.seconds, sw.cpu_seconds
     assert wall["sleep"] >= 0.09
-    assert cpu["sleep"] < 0.05 * wall["sleep"]
+    # process_time counts every thread of the process: in the full suite, threads left by
+    # earlier tests (kernel clients, log drains) add a few milliseconds (12.7 ms seen in
+    # 100 ms). A sleeping stage still uses far less CPU than wall time.
+    assert cpu["sleep"] < 0.3 * wall["sleep"]
     # One thread cannot use more CPU than wall time; on a loaded machine it gets
     # less (a quarter of a core with eight jobs on two cores), but never as
     # little as a sleeper.

@@ -40,7 +40,7 @@ from packaging.utils import canonicalize_name
 from course_lib.check import _has_code  # the check students run decides what a hidden test is
 from course_lib.grader.nbgrading import CourseError
 
-__all__ = ["COPIED", "MAKE_TARGETS", "write_student_repo", "student_readme", "student_makefile",
+__all__ = ["COPIED", "INSTRUCTOR_PAGES", "without_pages", "MAKE_TARGETS", "write_student_repo", "student_readme", "student_makefile",
            "student_pyproject", "student_lock", "set_repository_url", "repository_url", "grading_rules"]
 
 #: What is copied from the course root, and whether it must be there.
@@ -55,6 +55,10 @@ COPIED: tuple[tuple[str, bool], ...] = (
     (".github/workflows/book.yml", True),
     (".gitignore", False),
 )
+
+#: Book pages for instructors only (how hidden tests are written): left out of the student
+#: copy and of its table of contents.
+INSTRUCTOR_PAGES: tuple[str, ...] = ("book/instructors",)
 
 #: Targets of the instructor's Makefile kept as they are; ``demo`` is rewritten (the
 #: instructor's also grades the sample submissions) and ``test`` dropped (it runs the
@@ -118,6 +122,10 @@ def write_student_repo(root: str | Path, dest: str | Path, *, url: str | None = 
             shutil.copytree(source, dest / name, ignore=_ignored, dirs_exist_ok=True)
         else:
             shutil.copy2(source, dest / name)
+    for page in INSTRUCTOR_PAGES:
+        (dest / f"{page}.md").unlink(missing_ok=True)
+    toc = dest / "_toc.yml"
+    toc.write_text(without_pages(toc.read_text(encoding="utf-8"), INSTRUCTOR_PAGES), encoding="utf-8")
     (dest / "_config.yml").write_text(set_repository_url(config, url), encoding="utf-8")
     (dest / "pyproject.toml").write_text(student_pyproject(pyproject), encoding="utf-8")
     (dest / "requirements.lock").write_text(pinned, encoding="utf-8")
@@ -130,6 +138,18 @@ def write_student_repo(root: str | Path, dest: str | Path, *, url: str | None = 
     if git:
         _git_commit(dest)
     return dest
+
+
+def without_pages(toc: str, pages: Sequence[str]) -> str:
+    """``_toc.yml`` without the entries of ``pages``.
+
+    Examples
+    --------
+    >>> without_pages("chapters:\n  - file: book/a\n  - file: book/instructors\n", ["book/instructors"])
+    'chapters:\n  - file: book/a\n'
+    """
+    drop = {f"- file: {page}" for page in pages}
+    return "".join(line for line in toc.splitlines(keepends=True) if line.strip() not in drop)
 
 
 def repository_url(config: str) -> str:
