@@ -141,7 +141,7 @@ def write_student_repo(root: str | Path, dest: str | Path, *, url: str | None = 
 
 
 def without_pages(toc: str, pages: Sequence[str]) -> str:
-    """``_toc.yml`` without the entries of ``pages``.
+    r"""``_toc.yml`` without the entries of ``pages``.
 
     Examples
     --------
