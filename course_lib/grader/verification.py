@@ -67,6 +67,7 @@ import nbformat
 
 from course_lib.grader import _safe_pickle
 from course_lib.grader._student_worker import LAUNCH, read_frame, write_frame
+from course_lib.grader.sandbox import _status_kib  # a field of /proc/PID/status, in KiB
 
 __all__ = ["CellVerdict", "is_performance_cell", "verify_notebook", "PERFORMANCE_SUFFIXES"]
 
@@ -959,16 +960,6 @@ def _remote_peak(fn: _Remote, args: tuple, kwargs: dict) -> tuple[int, int]:
     if not isinstance(traced, int):
         raise StudentCodeError("the worker sent a malformed memory reading")
     return traced, resident
-
-
-def _status_kib(pid: int, field: str) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
 
 
 def _cpu_seconds(pid: int) -> float:
