@@ -229,18 +229,11 @@ def single_threaded() -> Iterator[None]:
     >>> with single_threaded():
     ...     _ = np.ones(1000) @ np.ones(1000)
     """
-    from threadpoolctl import threadpool_limits
+    from course_lib import timing
 
-    numba = sys.modules.get("numba")
-    before = numba.get_num_threads() if numba is not None else None
-    with threadpool_limits(limits=1):
-        if numba is not None:
-            numba.set_num_threads(1)
-        try:
-            yield
-        finally:
-            if numba is not None:
-                numba.set_num_threads(before)
+    # One implementation of "pools to n threads" for the book and the grader alike.
+    with timing.limit_threads(1):
+        yield
 
 
 def _plain(value: Any) -> Any:
