@@ -25,6 +25,7 @@ import io
 import os
 import shutil
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -107,7 +108,8 @@ def graded(tmp_path_factory):
     shutil.copytree(HOSTILE, submissions, symlinks=True)
     bystander_sent = (submissions / "bystander" / "example" / "example.ipynb").read_bytes()
     grading = base / "grading"
-    before = {"digests": _digests(PROTECTED), "git": _git_status(), "hostile": _hostile_processes()}
+    before = {"digests": _digests(PROTECTED), "git": _git_status(), "hostile": _hostile_processes(),
+              "threads": set(threading.enumerate()), "tasks": set(os.listdir("/proc/self/task"))}
     args = ["grade", "example", "--submissions", str(submissions), "--grading-dir", str(grading),
             "--timeout", "60", "--memory-limit", "2GB", "--no-progress"]
     out = io.StringIO()
@@ -121,6 +123,10 @@ def graded(tmp_path_factory):
             status = cli.main(args)
         seconds = time.perf_counter() - started
     time.sleep(1.0)  # a daemon that survived would write again within this second
+    left = {"threads": [t.name for t in set(threading.enumerate()) - before["threads"]],
+            "tasks": [Path(f"/proc/self/task/{t}/comm").read_text().strip()
+                      for t in set(os.listdir("/proc/self/task")) - before["tasks"]
+                      if Path(f"/proc/self/task/{t}").exists()]}
     rows = {}
     with Gradebook(f"sqlite:///{grading / 'gradebook.db'}") as gb:
         for submission in gb.find_assignment("example").submissions:
@@ -135,7 +141,7 @@ def graded(tmp_path_factory):
     print(f"\nhostile batch: {len(rows)} submissions graded in {seconds:.1f} s "
           f"(verification {'on' if _worker_is_sandboxed() else 'off: the worker is not sandboxed yet'})")
     return {"grading": grading, "status": status, "stdout": out.getvalue(), "rows": rows, "flags": flags,
-            "before": before, "bystander_sent": bystander_sent, "seconds": seconds}
+            "before": before, "bystander_sent": bystander_sent, "seconds": seconds, "left": left}
 
 
 def test_every_hostile_sample_scores_exactly_as_expected(graded):
@@ -166,6 +172,18 @@ def test_the_course_and_the_machine_are_unchanged(graded):
                              capture_output=True, text=True)
     assert tracked.stdout == "", f"course_lib was written to: {tracked.stdout}"
     assert before["hostile"] == [] and _hostile_processes() == [], "a sandboxed process outlived its submission"
+
+
+def test_grading_leaves_no_thread_behind(graded):
+    # Each kernel's client keeps a heartbeat thread and ZeroMQ I/O threads until it is
+    # cleaned up; left behind, they retry dead sockets and eat CPU that every later
+    # measurement in the grading process is charged for.
+    # Process-wide singletons may stay (tqdm's monitor thread, a BLAS pool): a few threads,
+    # not some per graded notebook.
+    left = graded["left"]
+    assert set(left["threads"]) <= {"tqdm_monitor"}, left
+    assert not [t for t in left["tasks"] if t.startswith("ZMQ")], left
+    assert len(left["tasks"]) < len(EXPECTED), left
 
 
 def test_secrets_and_huge_outputs_stay_out_of_the_feedback(graded):
