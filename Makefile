@@ -22,7 +22,7 @@ demo: $(STAMP)
 	$(BIN)/python -m course_lib.demo
 	@echo "== Grading: release the example assignment, grade every sample submission (into grading-demo/, never the real grading/)"
 	$(BIN)/course release example
-	$(BIN)/course grade example --submissions examples/submissions --grading-dir grading-demo --timeout 10 --memory-limit 1GB || test $$? -eq 1
+	$(BIN)/course grade example --submissions examples/submissions --grading-dir grading-demo --timeout 10 --memory-limit 400MB || test $$? -eq 1
 	$(BIN)/course report --grading-dir grading-demo
 	@echo "== Feedback for each student: grading-demo/feedback/STUDENT/example/example.html; flags explained in grading-demo/flags.csv; class report grading-demo/report.html"
 	@$(MAKE) --no-print-directory book

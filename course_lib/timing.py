@@ -635,11 +635,14 @@ def limit_threads(threads: int = 1) -> Iterator[int]:
     threads = min(threads, _available_cores())
     numba = sys.modules.get("numba")
     before = None
+    if numba is not None:
+        # First: asking Numba launches its threading layer, which may load an OpenMP
+        # runtime (libgomp), and threadpoolctl limits only the libraries loaded when it starts.
+        with contextlib.suppress(Exception):  # no threading layer: nothing to limit
+            before = numba.get_num_threads()
     with threadpool_limits(limits=threads):
-        if numba is not None:
-            with contextlib.suppress(Exception):  # no threading layer: nothing to limit
-                before = numba.get_num_threads()
-                numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        if before is not None:
+            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
         try:
             yield threads
         finally:

@@ -60,7 +60,9 @@ def test_exponent_recovers_two_for_a_quadratic_function(quadratic_table):
 
 
 def test_exponent_can_run_the_doubling_experiment_itself():
-    fit = complexity.exponent(quadratic, lambda n: n, QUADRATIC_SIZES[:3], budget=0.05, clock="cpu")
+    # The three larger sizes: calls of 4 ms and up (at n=200, about 1 ms, a single
+    # disturbance moved the fitted slope to 2.33 once in a full run).
+    fit = complexity.exponent(quadratic, lambda n: n, QUADRATIC_SIZES[1:], budget=0.05, clock="cpu")
     assert fit.slope == pytest.approx(2.0, abs=0.3)
 
 

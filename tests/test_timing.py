@@ -683,3 +683,45 @@ def test_format_environment_is_readable_text():
     assert "openblas 0.3 (blas, 2 threads)" in text
     assert "Load average: not available" in text
     assert timing.format_environment().startswith("CPU: ")
+
+
+# --- limit_threads: every pool set, the same for both sides ---------------------------
+
+def test_limit_threads_sets_every_pool_and_restores_them():
+    from threadpoolctl import threadpool_info
+
+    before = {p["filepath"]: p["num_threads"] for p in threadpool_info()}
+    with timing.limit_threads(1) as n:
+        assert n == 1
+        assert {p["num_threads"] for p in threadpool_info()} == {1}
+    after = {p["filepath"]: p["num_threads"] for p in threadpool_info()}
+    # A runtime loaded inside the block (Numba's OpenMP layer) is not one to restore.
+    assert {path: after[path] for path in before} == before
+
+
+def test_limit_threads_also_limits_the_openmp_runtime_numba_loads_late():
+    # Numba's threading layer (and the OpenMP runtime it may bring) starts on first use;
+    # threadpoolctl only limits what is loaded when it starts. A fresh process, so that
+    # the layer has not been launched by an earlier test.
+    code = (
+        "import numba, numpy\n"
+        "from threadpoolctl import threadpool_info\n"
+        "from course_lib import timing\n"
+        "with timing.limit_threads(1):\n"
+        "    pools = {p['internal_api']: p['num_threads'] for p in threadpool_info()}\n"
+        "    print(pools, numba.get_num_threads())\n"
+        "    assert set(pools.values()) == {1} and numba.get_num_threads() == 1, pools\n"
+    )
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "NUMBA_NUM_THREADS": "2"})
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_limit_threads_rejects_nonsense():
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="whole number"):
+            with timing.limit_threads(bad):
+                pass
