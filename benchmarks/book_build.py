@@ -1,0 +1,122 @@
+"""Cold strict builds of the book, quiet and beside a CPU-bound competitor: every claim must hold.
+
+Each build executes every chapter from scratch (a fresh output folder, so a fresh execution
+cache) with ``MEASURE_FIRST_STRICT=1``, exactly as ``make book`` does: a claim that does not
+hold on this machine fails the build (``course_lib/claims.py``). The ``busy`` build runs
+beside one CPU-bound process that this script starts and stops itself, the "busy
+neighbour" every demo in the book is sized for. The script prints, per build, the wall
+time, the exit status, the claims per chapter (counted in the executed notebooks), and any
+Sphinx warning.
+
+Usage::
+
+    .venv/bin/python benchmarks/book_build.py                  # quiet, then busy; small size
+    .venv/bin/python benchmarks/book_build.py --only busy
+    .venv/bin/python benchmarks/book_build.py --size full --only quiet
+
+Exit status 0 only if every build passed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+JUPYTER_BOOK = Path(sys.executable).with_name("jupyter-book")
+# A claim in a chapter is a call of claims.claim("name", ...) in a code cell.
+CLAIM = re.compile(r"claims\.claim\(\s*[\"']")
+
+
+@contextlib.contextmanager
+def competitor(start: bool) -> Iterator[None]:
+    """One CPU-bound process (a busy loop) for as long as the block runs."""
+    if not start:
+        yield
+        return
+    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)  # spinning before the first chapter starts
+    try:
+        yield
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def claims_per_chapter(executed: Path) -> dict[str, int]:
+    """Claims checked per chapter, counted in the notebooks the build executed."""
+    counts = {}
+    for nb in sorted(executed.rglob("*.ipynb")):
+        cells = json.loads(nb.read_text(encoding="utf-8")).get("cells", [])
+        source = "\n".join("".join(c.get("source", "")) for c in cells if c.get("cell_type") == "code")
+        counts[nb.stem] = len(CLAIM.findall(source))
+    return counts
+
+
+def build(size: str, busy: bool) -> dict:
+    """One cold build into a temporary folder; its time, status, claims and warnings."""
+    out = Path(tempfile.mkdtemp(prefix="book-bench-"))
+    env = {**os.environ, "MEASURE_FIRST_SIZE": size, "MEASURE_FIRST_STRICT": "1"}
+    env.pop("MPLBACKEND", None)  # as the Makefile: inline figures in the chapters' kernels
+    load_before = os.getloadavg()[0]
+    try:
+        with competitor(busy):
+            started = time.perf_counter()
+            done = subprocess.run([str(JUPYTER_BOOK), "build", ".", "-W", "-n", "--keep-going",
+                                   "--path-output", str(out)], cwd=ROOT, env=env,
+                                  capture_output=True, text=True)
+            seconds = time.perf_counter() - started
+        output = done.stdout + done.stderr
+        warnings = [line for line in output.splitlines()
+                    if re.search(r"WARNING:|ERROR:|CRITICAL:", line) and "IPKernelApp" not in line
+                    and not line.startswith("ERROR:tornado.general:")]
+        failed = re.findall(r"ClaimFailed\W+claim '([^']+)' does not hold[^\n]*", output)
+        return {"size": size, "condition": "busy" if busy else "quiet", "seconds": seconds,
+                "returncode": done.returncode, "load_before": load_before, "load_after": os.getloadavg()[0],
+                "claims": claims_per_chapter(out / "_build" / "jupyter_execute"),
+                "failed_claims": sorted(set(failed)), "warnings": warnings[:20]}
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def report(result: dict) -> str:
+    minutes, seconds = divmod(round(result["seconds"]), 60)
+    lines = [f"{result['size']} size, {result['condition']}: {minutes} min {seconds:02d} s, "
+             f"exit status {result['returncode']} (load average {result['load_before']:.2f} before, "
+             f"{result['load_after']:.2f} after)"]
+    claims = result["claims"]
+    lines.append(f"  claims: {sum(claims.values())} in all; "
+                 + ", ".join(f"{name} {n}" for name, n in claims.items()))
+    if result["failed_claims"]:
+        lines.append("  claims that did not hold: " + ", ".join(result["failed_claims"]))
+    lines += [f"  {w}" for w in result["warnings"]]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", choices=["small", "full"], default="small")
+    parser.add_argument("--only", choices=["quiet", "busy"])
+    args = parser.parse_args(argv)
+    conditions = [args.only == "busy"] if args.only else [False, True]
+    ok = True
+    for busy in conditions:
+        result = build(args.size, busy)
+        print(report(result), flush=True)
+        ok = ok and result["returncode"] == 0
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
