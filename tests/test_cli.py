@@ -266,6 +266,24 @@ def test_a_kernel_past_its_limits_is_stopped_and_graded_on_what_ran(limits, runa
     assert stopped["cell_index"] in range(1, 5)  # a runaway cell, never the first or the last
 
 
+@pytest.mark.slow
+def test_a_cell_that_prints_200_mb_is_cut_in_the_kernel_and_stays_under_the_memory_limit(tmp_path):
+    # Without the kernel-side cap the kernel held about 800 MB while it sent 200 MB of
+    # output (measured): past this 500 MB limit, the cell and every later one scored zero.
+    from course_lib.grader._kernel_output import LIMIT
+    from course_lib.grader._nbpreprocessors import CourseExecute
+
+    flood = 'for _ in range(200):\n    print("x" * 1_000_000)\nimport sys\nprint("err", file=sys.stderr)'
+    nb = nbformat.v4.new_notebook(cells=[new_code_cell(flood), new_code_cell("print('next cell')")])
+    CourseExecute(timeout=60, memory_limit=500_000_000, kernel_log=str(tmp_path / "kernel.log")).preprocess(
+        nb, {"metadata": {"path": str(tmp_path)}})
+    assert "kernel_stopped" not in nb.metadata.get("measure_first", {})
+    first, second = nb.cells
+    assert sum(len(o.get("text", "")) for o in first.outputs if o.get("name") == "stdout") <= LIMIT
+    assert [o.text for o in first.outputs if o.get("name") == "stderr"] == ["err\n"]  # still fails a test
+    assert [o.text for o in second.outputs] == ["next cell\n"]  # the count starts again
+
+
 def test_memory_limit_option_takes_sizes(monkeypatch):
     monkeypatch.delenv("COURSE_MEMORY_LIMIT", raising=False)
     assert cli._bytes("2GB") == 2_000_000_000 and cli._bytes("512 MiB") == 512 * 2**20

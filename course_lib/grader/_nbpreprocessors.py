@@ -58,6 +58,9 @@ CELL_TIMEOUT = "CellTimeoutError"
 """``ename`` nbgrader gives a cell that ran past the timeout."""
 
 
+_KERNEL_OUTPUT_CAP = "--IPKernelApp.extensions=course_lib.grader._kernel_output"
+
+
 class CourseExecute(Execute):
     """nbgrader's ``Execute``; a dead or hung kernel costs the cells after it, not the submission.
 
@@ -98,6 +101,10 @@ class CourseExecute(Execute):
     ).tag(config=True)
 
     async def async_start_new_kernel(self, **kwargs: Any) -> None:
+        # A cell that prints hundreds of megabytes is cut inside the kernel too, so that the
+        # kernel does not buffer and send what the grader would drop (see _kernel_output).
+        if _KERNEL_OUTPUT_CAP not in self.extra_arguments:
+            self.extra_arguments = [*self.extra_arguments, _KERNEL_OUTPUT_CAP]
         # The kernel process writes its own warnings (not the cells' output, which travels over
         # the kernel protocol) to the inherited stderr; while grading they belong in a log.
         if not self.kernel_log:
