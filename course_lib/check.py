@@ -15,7 +15,8 @@ notebook's kernel holds can make a test pass. A test cell is scored the way nbgr
 scores it: zero if it raises or writes to stderr, the number it returns if it returns
 one (partial credit), otherwise full marks. Hidden tests are not in the notebook you
 have: they run only when the notebook is graded, and the check says what they are worth
-and, for speed tests, what the notebook's text says they need.
+and, for speed tests, what the notebook's text says they need and what the cell's speed
+preview (:mod:`course_lib.preview`) measured on this machine: a preview, not the grade.
 
 This module needs nbformat, nbclient and ipykernel only, not nbgrader nor the
 instructor's ``course_lib.grader``, so that the student repository can leave both out.
@@ -50,7 +51,9 @@ class CheckedCell:
     """One grade cell: ``status`` is ``passed``, ``failed``, ``hidden``, ``manual`` or ``not-run``.
 
     ``part`` is the ``## Part N: ...`` heading the cell is under ("" before any); ``note``
-    is what the cell's own comment says it needs, for hidden speed tests.
+    is what the cell's own comment says it needs, for hidden speed tests; ``preview`` is
+    what the cell's visible speed preview measured on this machine (see
+    :mod:`course_lib.preview`), if it has one.
     """
 
     grade_id: str
@@ -60,6 +63,7 @@ class CheckedCell:
     message: str = ""
     note: str = ""
     part: str = ""
+    preview: str = ""
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,7 @@ class CheckResult:
                 lines.append(f"  ----  {head}  {_points(cell.max_points)} in hidden tests")
                 if cell.note:
                     lines.append(f"        {'':<{len(head)}}  graded only when submitted: {cell.note}")
+                lines += [f"        {'':<{len(head)}}  {line}" for line in cell.preview.splitlines()]
             elif cell.status == "manual":
                 lines.append(f"  ----  {head}  {_points(cell.max_points)}, graded by hand")
             else:
@@ -294,6 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 _PART = re.compile(r"^#{1,4}\s*Part\s+(\d+)\b[^\n]*", re.MULTILINE | re.IGNORECASE)
 _SPEED_NOTE = re.compile(r"^#\s*Hidden speed test[^:]*:\s*", re.IGNORECASE)
+_PREVIEWS = {"preview_speedup"}
 
 
 def _locate(path: Path) -> Path:
@@ -370,7 +376,8 @@ def _checked(cell, part: str, ran: bool) -> CheckedCell:
     if not _has_code(cell.source):
         note = next((_SPEED_NOTE.sub("", line) for line in [_comment(cell.source)]
                      if _SPEED_NOTE.match(line)), "")
-        return CheckedCell(grade_id, "hidden", 0.0, max_points, note=note, part=part)
+        preview = _preview_text(cell) if ran else ""
+        return CheckedCell(grade_id, "hidden", 0.0, max_points, note=note, part=part, preview=preview)
     if not ran:
         return CheckedCell(grade_id, "not-run", 0.0, max_points, "not run: the kernel died before it", part=part)
     score = _score(cell, max_points)
@@ -415,10 +422,29 @@ def _comment(source: str) -> str:
 
 
 def _has_code(source: str) -> bool:
+    """Whether the cell holds a visible test: code other than speed-preview calls."""
     try:
-        return bool(ast.parse(source).body)
+        body = ast.parse(source).body
     except SyntaxError:
         return True  # running it fails the cell, which is the honest verdict
+    return any(not _is_preview_call(node) for node in body)
+
+
+def _is_preview_call(node: ast.stmt) -> bool:
+    return (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, (ast.Name, ast.Attribute))
+            and getattr(node.value.func, "id", getattr(node.value.func, "attr", "")) in _PREVIEWS)
+
+
+def _preview_text(cell) -> str:
+    """What a hidden test cell's speed preview printed (or why it could not run)."""
+    shown = []
+    for output in cell.outputs:
+        if output.output_type == "stream" and output.name == "stdout":
+            shown.append(output.text.strip())
+        elif output.output_type == "error":
+            shown.append(f"speed preview failed: {output.ename}: {output.evalue}".strip().splitlines()[0])
+    return "\n".join(filter(None, shown))
 
 
 def _edited_locked(cell) -> bool:

@@ -320,3 +320,26 @@ def test_the_guide_shows_the_example_that_course_new_writes():
         assert part.strip("\n") in guide, part.strip("\n").splitlines()[0]
     toc = (ROOT / "_toc.yml").read_text()
     assert "book/instructors" in toc.split('caption: "Reference"')[1]
+
+
+# --- speed previews ----------------------------------------------------------------------------
+
+def test_a_preview_must_state_its_hidden_tests_thresholds():
+    partial = ("preview_speedup(f, f_slow, make_args=lambda: (1,), full_at=25, zero_at=3, points=4)\n"
+               "### BEGIN HIDDEN TESTS\n"
+               "speedup_points(f, _slow, make_args=lambda: (1,), full_at={}, zero_at=3, points=4, budget=0.5)\n")
+    assert authoring.preview_mismatches(partial.format("25.0")) == []
+    assert authoring.preview_mismatches(partial.format("30")) == ["its preview says full_at=25, its test full_at=30"]
+    # per-core thresholds are computed when graded: nothing to compare before
+    computed = ("preview_speedup(f, g, make_args=m, full_at=speed_targets(cores())[1], zero_at=2, points=8)\n"
+                "speedup_points(f, _g, make_args=m, full_at=3.0 * _CORES, zero_at=2, points=8)\n")
+    assert authoring.preview_mismatches(computed) == []
+
+
+@pytest.mark.parametrize("assignment", sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir()))
+def test_every_shipped_speed_test_has_a_preview_that_agrees_with_it(assignment):
+    nb = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+    speed = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id", "").endswith("_speed")]
+    for cell in speed:
+        assert "preview_speedup(" in cell.source.split("### BEGIN HIDDEN TESTS")[0], cell.metadata["nbgrader"]
+        assert authoring.preview_mismatches(cell.source) == []

@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -101,6 +102,47 @@ def test_check_from_inside_the_notebook_through_a_real_kernel(student, tmp_path)
     assert part2.rstrip().endswith("Visible tests: 1 of 1 passed, 1 / 1 point; another 1 point in hidden tests.")
     assert re.search(r"FAIL\s+test_amdahl_visible\s+0 / 1\s+(NotImplementedError|NameError)", part3)
     assert part3.rstrip().endswith("True False")
+
+
+def test_check_previews_the_hidden_speed_test_on_this_machine(student, tmp_path):
+    # Week 2's speed test (8x, all or nothing) is hidden; the visible preview line in its
+    # cell measures the answer against peak_slow in the checked kernel. The reference
+    # answer measured 64x-92x here: far from the 7.2x boundary, so the verdict is stable.
+    env = student_env(student)
+    answered, untouched = tmp_path / "answered" / "week2", tmp_path / "untouched" / "week2"
+    for folder in (answered, untouched):
+        shutil.copytree(student / "assignments" / "week2", folder)
+    fill_answers(answered / "week2.ipynb", {"peak_fast"})
+    outputs = {}
+    for folder in (answered, untouched):
+        done = subprocess.run(["course", "check", "week2.ipynb", "--part", "1"], cwd=folder, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.stderr == "", done.stderr
+        outputs[folder.parent.name] = done.stdout
+    good, bad = outputs["answered"], outputs["untouched"]
+    assert re.search(r"----\s+test_peak_speed\s+3 points in hidden tests", good)
+    assert "Speed preview on this machine (not your grade" in good
+    ratio = float(re.search(r"peak_fast against peak_slow: ([\d.]+)x \(95% interval", good).group(1))
+    assert ratio > 20, good
+    assert "The graded test needs 8x (a measured 7.2x passes): on this measurement it would pass." in good
+    assert "peak_fast against peak_slow: not measured: your function raised NotImplementedError" in bad
+    assert "Traceback" not in good + bad
+
+
+def test_a_preview_does_nothing_while_grading_and_never_counts_as_a_visible_test():
+    from course_lib.check import _has_code
+
+    assert not _has_code("# Hidden speed test\npreview_speedup(f, g, make_args=lambda: (1,), at_least=2)\n")
+    assert _has_code("preview_speedup(f, g, make_args=lambda: (1,), at_least=2)\nassert f(1) == 1\n")
+    env = {**os.environ, "NBGRADER_EXECUTION": "autograde"}
+    # While grading it returns at once (a second's budget would show), printing nothing.
+    code = ("import time; from course_lib.preview import preview_speedup\n"
+            "t = time.perf_counter()\n"
+            "preview_speedup(sorted, sorted, lambda: (list(range(10**6, 0, -1)),), at_least=2, budget=5)\n"
+            "print(round(time.perf_counter() - t, 1))")
+    done = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-c", code], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert (done.stdout, done.stderr) == ("0.0\n", "")
 
 
 def test_check_names_the_parts_when_asked_for_one_that_is_not_there(student):

@@ -63,6 +63,7 @@ __all__ = [
     "selftest",
     "format_selftest",
     "validate_release",
+    "preview_mismatches",
 ]
 
 PERFORMANCE_HELPERS = ("assert_speedup", "speedup_points", "assert_peak_memory_below", "assert_scaling")
@@ -157,6 +158,41 @@ def thresholds(source: str) -> list[Thresholds]:
     return [t for _, _, t in sorted(found, key=lambda item: item[:2])]
 
 
+def preview_mismatches(source: str) -> list[str]:
+    r"""Where a cell's speed preview states other thresholds than the hidden test it previews.
+
+    A preview (:func:`course_lib.preview.preview_speedup`) repeats the graded test's
+    thresholds; one left behind when the test changed would tell students a wrong verdict.
+
+    Examples
+    --------
+    >>> cell = ("preview_speedup(f, f_slow, make_args=lambda: (1,), at_least=8)\n"
+    ...         "assert_speedup(f, _slow, make_args=lambda: (1,), at_least=10, budget=0.5)")
+    >>> preview_mismatches(cell)
+    ['its preview says at_least=8, its test at_least=10']
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    previews = [{k.arg: _literal(k.value) for k in node.keywords} for node in ast.walk(tree)
+                if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None))
+                == "preview_speedup"]
+    tests = [t for t in thresholds(source) if t.helper in ("assert_speedup", "speedup_points")]
+    if not previews or not tests:
+        return []
+    names = ("at_least",) if tests[0].helper == "assert_speedup" else ("full_at", "zero_at", "points")
+    problems = []
+    for preview in previews:
+        for name in names:
+            said, graded = preview.get(name), tests[0].values.get(name)
+            # Thresholds computed when graded (week 7's per-core ones) cannot be compared here.
+            numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (said, graded))
+            if (numbers and float(said) != float(graded)) or (said is None) != (graded is None):
+                problems.append(f"its preview says {name}={said}, its test {name}={graded}")
+    return problems
+
+
 def _literal(node: ast.AST) -> object:
     try:
         return ast.literal_eval(node)
@@ -245,6 +281,7 @@ edit the read-only cells.
 _SETUP = """
 # Setup (read-only). It loads the grading helpers before any of your code runs.
 from course_lib.grading import assert_same, assert_speedup
+from course_lib.preview import preview_speedup
 import numpy as np
 
 
@@ -291,6 +328,11 @@ for seed, n, limit in [(1, 1_000, 0.5), (2, 10, 0.0), (3, 5_000, 1.0), (4, 3, 0.
 _SPEED = """
 # Hidden speed test (4 points): at least 10x faster than the provided version, measured side by
 # side on fresh inputs when your notebook is graded.
+
+# Speed preview (not graded): the hidden test's measurement, run now in this notebook; it
+# prints what that test would give on this machine. It does nothing while grading.
+preview_speedup(count_below, count_below_slow, make_args=lambda: (make_values(400_000, seed=None), 0.5),
+                at_least=10)
 ### BEGIN HIDDEN TESTS
 # Thresholds from `course calibrate`: full points at about a third of the reference solution's
 # measured speed-up, and a solution at the threshold still takes >= 1 ms per call (10 ms safer).
@@ -476,6 +518,12 @@ def validate_release(course, assignment: str, timeout: int = 60) -> list[str]:
     graded through the real path into a temporary grading folder. Cheap when nothing changed:
     a passing check is remembered by a digest of the assignment's source folder.
     """
+    previews = [f"cell {c.metadata['nbgrader']['grade_id']}: {problem}"
+                for nb in _source_notebooks(course, assignment).values() for c in nb.cells
+                if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade_id")
+                for problem in preview_mismatches(c.source)]
+    if previews:
+        return previews
     digest = _source_digest(course.root, assignment)
     stamp = _validated_dir() / f"{assignment}-{digest}"
     if stamp.is_file():

@@ -438,8 +438,12 @@ course check {first}.ipynb              # or: python -m course_lib check {first}
 
 Both run the saved notebook from the top in a fresh kernel and print one line per
 graded cell: `PASS` or `FAIL` with the points of its visible tests, and `----` for points
-that only hidden tests award (for a speed test, with what it asks for). The terminal
-command exits with 0 when every visible test passes, 1 otherwise.
+that only hidden tests award (for a speed test, with what it asks for). Under a speed
+test, a *speed preview* measures your function against the provided version in that
+kernel, on this machine, and says what the hidden test would give here: a preview, since
+the grade is measured again when your notebook is graded. Running the speed test's cell
+in the notebook prints the same preview. The terminal command exits with 0 when every
+visible test passes, 1 otherwise.
 
 ## Submit
 

@@ -943,6 +943,16 @@ def _install_remote_helpers() -> None:
         fn.__doc__ = real[name].__doc__
         setattr(grading, name, fn)
 
+    # A speed preview measures nothing while grading (it checks NBGRADER_EXECUTION, which the
+    # judge does not set): here it is replaced outright, so it never calls a remote answer.
+    from course_lib import preview
+
+    def preview_speedup(*args, **kwargs):
+        return None
+
+    preview_speedup.__doc__ = preview.preview_speedup.__doc__
+    preview.preview_speedup = preview_speedup
+
 
 # The resident-memory cross-check: RSS also counts what tracemalloc does not trace (parser
 # buffers, the allocator's slack), so it only fails a submission far above the limit.

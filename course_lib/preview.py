@@ -1,0 +1,148 @@
+"""A speed preview for students: the graded speed test's measurement, run now, on this machine.
+
+A hidden speed test runs only when the notebook is graded. So that a student can see
+where they stand before submitting, the instructor writes one visible line above the
+hidden test, with the student's names and the test's thresholds::
+
+    # Hidden speed test (4 points): at least 10x faster than count_known_slow ...
+    preview_speedup(count_known, count_known_slow,
+                    make_args=lambda: make_case(n_queries=50_000, seed=None), at_least=10)
+    ### BEGIN HIDDEN TESTS
+    ...
+
+Run in the student's notebook (or by ``check()``), the line measures the speed-up the
+way :func:`course_lib.grading.assert_speedup` does (same correctness checks, fresh
+inputs for every call, thread pools pinned, the 1 ms floor) and prints, on stdout, the
+ratio, its interval and what it would earn. It never raises for the student's code and
+never writes to stderr. While the notebook is graded (``NBGRADER_EXECUTION=autograde``)
+it does nothing at all: the grade comes from the hidden test, measured outside the
+notebook's kernel, and a preview would only cost time.
+
+The preview is a preview: it runs the student's own copy of the slow version, beside
+whatever else this machine is doing, and the graded measurement may differ.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from course_lib import grading
+
+__all__ = ["preview_speedup"]
+
+
+def preview_speedup(
+    candidate: Callable[..., Any],
+    baseline: Callable[..., Any],
+    make_args: Callable[[], tuple[Any, ...]],
+    *,
+    at_least: float | None = None,
+    full_at: float | None = None,
+    zero_at: float | None = None,
+    points: float | None = None,
+    budget: float = 0.5,
+    margin: float = 0.1,
+    threads: int = 1,
+) -> None:
+    """Measure ``candidate`` against ``baseline`` now and print what the graded test would say.
+
+    Give the thresholds of the hidden test it previews: ``at_least`` (an all-or-nothing
+    :func:`~course_lib.grading.assert_speedup`), or ``full_at``, ``zero_at`` and ``points``
+    (a partial-credit :func:`~course_lib.grading.speedup_points`). A wrong setting is the
+    instructor's error and raises even while grading, so that ``course release`` catches it.
+
+    Parameters
+    ----------
+    candidate, baseline, make_args
+        As for :func:`~course_lib.grading.assert_speedup`; ``baseline`` is the slow version
+        the student was given.
+    at_least : float, optional
+        The speed-up an all-or-nothing test needs.
+    full_at, zero_at, points : float, optional
+        A partial-credit test's thresholds and points.
+    budget, margin, threads
+        As for the graded test (the defaults are its defaults in the shipped notebooks).
+
+    Returns
+    -------
+    None
+        The verdict is printed: a grade cell that returned a number would be read by
+        nbgrader as partial credit.
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ["NBGRADER_EXECUTION"] = "autograde"   # as while grading: no measurement
+    >>> preview_speedup(sorted, sorted, lambda: ([3, 1, 2],), at_least=2)
+    >>> del os.environ["NBGRADER_EXECUTION"]
+    >>> preview_speedup(sorted, sorted, lambda: ([3, 1, 2],), at_least=2, points=4)
+    Traceback (most recent call last):
+    ...
+    ValueError: give either at_least (all or nothing) or full_at, zero_at and points (partial credit), not both
+    """
+    thresholds = _thresholds(at_least, full_at, zero_at, points)
+    settings = grading._speed_settings(budget, margin, 1e-3, 3, None, None, 1e-9, 0.0, threads)
+    if os.environ.get("NBGRADER_EXECUTION") == "autograde":
+        return None
+    print(_preview(candidate, baseline, make_args, settings, thresholds))
+    return None
+
+
+# --- private helpers -------------------------------------------------------------------------
+
+_HEADING = "Speed preview on this machine (not your grade: the graded test measures again)"
+
+
+def _thresholds(at_least: float | None, full_at: float | None, zero_at: float | None,
+                points: float | None) -> tuple[float, ...]:
+    partial = (full_at, zero_at, points)
+    if at_least is not None and all(x is None for x in partial):
+        grading._check_number(at_least, "at_least", positive=True)
+        return (float(at_least),)
+    if at_least is None and all(x is not None for x in partial):
+        for value, name in zip(partial, ("full_at", "zero_at", "points")):
+            grading._check_number(value, name, positive=True)
+        if not zero_at < full_at:
+            raise ValueError(f"zero_at must be below full_at, got zero_at={zero_at!r}, full_at={full_at!r}")
+        return float(full_at), float(zero_at), float(points)
+    raise ValueError("give either at_least (all or nothing) or full_at, zero_at and points "
+                     "(partial credit), not both")
+
+
+def _preview(candidate: Callable[..., Any], baseline: Callable[..., Any],
+             make_args: Callable[[], tuple[Any, ...]], settings: Any, thresholds: tuple[float, ...]) -> str:
+    names = f"{_name(candidate)} against {_name(baseline)}"
+    needed = [t * (1.0 - settings.margin) for t in thresholds[:2]]
+    try:
+        with grading._grading_session():
+            result = grading._measure_speedup(candidate, baseline, make_args, settings,
+                                              fastest=thresholds[0], boundaries=tuple(needed))
+    except grading.UnreliableMeasurement as exc:
+        return f"{_HEADING}: {names}: not measured: {exc}"
+    except grading.GradingError as exc:  # a wrong result, or tampering: the graded test fails too
+        return f"{_HEADING}: {names}: not measured: {_first_line(str(exc))}"
+    except Exception as exc:  # the student's code raised: say so, never a traceback
+        message = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
+        return f"{_HEADING}: {names}: not measured: it raised {message.splitlines()[0]}"
+    measured = f"{names}: {grading._fmt_ratio(result.ratio)}x ({result.describe()})."
+    if len(thresholds) == 1:
+        verdict = ("would pass" if result.ratio >= needed[0] else "would not pass")
+        rule = (f"The graded test needs {thresholds[0]:g}x (a measured "
+                f"{grading._fmt_ratio(needed[0])}x passes): on this measurement it {verdict}.")
+    else:
+        full_at, zero_at, points = thresholds
+        earned = grading._points_for(result.ratio, full_at, zero_at, points, settings.margin)
+        rule = (f"The graded test gives {points:g} points from {full_at:g}x and none at {zero_at:g}x or "
+                f"below: on this measurement {earned:g} of {points:g} points.")
+    return f"{_HEADING}:\n{measured}\n{rule}"
+
+
+def _first_line(message: str) -> str:
+    line = (message.strip().splitlines() or [""])[0].strip().rstrip(":")
+    return line[:1].lower() + line[1:]
+
+
+def _name(fn: Any) -> str:
+    return getattr(fn, "__name__", None) or type(fn).__name__
