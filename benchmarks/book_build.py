@@ -85,7 +85,8 @@ def build(size: str, busy: bool) -> dict:
         return {"size": size, "condition": "busy" if busy else "quiet", "seconds": seconds,
                 "returncode": done.returncode, "load_before": load_before, "load_after": os.getloadavg()[0],
                 "claims": claims_per_chapter(out / "_build" / "jupyter_execute"),
-                "failed_claims": sorted(set(failed)), "warnings": warnings[:20]}
+                "failed_claims": sorted(set(failed)), "warnings": warnings[:20],
+                "tcp_warnings": output.count("running over TCP")}
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
@@ -98,6 +99,7 @@ def report(result: dict) -> str:
     claims = result["claims"]
     lines.append(f"  claims: {sum(claims.values())} in all; "
                  + ", ".join(f"{name} {n}" for name, n in claims.items()))
+    lines.append(f"  kernel TCP warnings: {result['tcp_warnings']}")
     if result["failed_claims"]:
         lines.append("  claims that did not hold: " + ", ".join(result["failed_claims"]))
     lines += [f"  {w}" for w in result["warnings"]]

@@ -30,7 +30,6 @@ import hashlib
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -343,24 +342,22 @@ def _execute(nb, path: Path, last: int, timeout: int) -> int:
             cell.outputs, cell.execution_count = [], None
     env = {**os.environ, "NBGRADER_EXECUTION": "validate", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
     env.pop("JPY_SESSION_NAME", None)  # the fresh kernel is not the open notebook's
-    client = NotebookClient(nb, timeout=timeout, allow_errors=True, interrupt_on_timeout=True,
-                            kernel_name="python3", resources={"metadata": {"path": str(path.parent.resolve())}})
+    from course_lib._kernels import IpcKernelManager
+
     # ipc: the kernel talks to us over Unix sockets, so it has no reason to warn that TCP is unencrypted
-    # (its sockets in a folder of their own, not the notebook's)
-    with tempfile.TemporaryDirectory(prefix="course-check-") as sockets:
-        client.km = client.create_kernel_manager()
-        client.km.transport = "ipc"
-        client.km.ip = os.path.join(sockets, "kernel")
-        with client.setup_kernel(env=env):
-            for index, cell in enumerate(nb.cells[:last + 1]):
-                try:
-                    client.execute_cell(cell, index)
-                except CellTimeoutError:
-                    cell.outputs.append(new_output("error", ename="CellTimeoutError",
-                                                   evalue=f"ran longer than {timeout} s and was interrupted",
-                                                   traceback=[]))
-                except DeadKernelError:
-                    return index
+    client = NotebookClient(nb, timeout=timeout, allow_errors=True, interrupt_on_timeout=True,
+                            kernel_name="python3", kernel_manager_class=IpcKernelManager,
+                            resources={"metadata": {"path": str(path.parent.resolve())}})
+    with client.setup_kernel(env=env):
+        for index, cell in enumerate(nb.cells[:last + 1]):
+            try:
+                client.execute_cell(cell, index)
+            except CellTimeoutError:
+                cell.outputs.append(new_output("error", ename="CellTimeoutError",
+                                               evalue=f"ran longer than {timeout} s and was interrupted",
+                                               traceback=[]))
+            except DeadKernelError:
+                return index
     return last + 1
 
 

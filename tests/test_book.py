@@ -130,6 +130,12 @@ def test_book_builds_without_warnings(book):
     assert book.warnings == []
 
 
+def test_chapter_kernels_do_not_warn_about_tcp(book):
+    # book/_ext/measure_first_kernels.py starts them over ipc (a cold build starts one per
+    # chapter; a fully cached one starts none).
+    assert "running over TCP" not in book.output
+
+
 def test_every_toc_page_was_built(book):
     missing = [doc for doc in _toc_files() if not _html(doc).exists()]
     assert missing == [], f"pages in _toc.yml without HTML: {missing}"

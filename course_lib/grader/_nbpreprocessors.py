@@ -127,6 +127,14 @@ class CourseExecute(Execute):
     # nbclient binds the sync wrapper to its own coroutine, so it must be rebound here.
     start_new_kernel = run_sync(async_start_new_kernel)
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Without a sandbox too, the kernel talks over Unix sockets: no TCP warning in the logs.
+        # (nbgrader's Execute sets AsyncKernelManager the same way, unless one is given.)
+        from course_lib._kernels import IpcKernelManager
+
+        kwargs.setdefault("kernel_manager_class", IpcKernelManager)
+        super().__init__(*args, **kwargs)
+
     def preprocess(self, nb: NotebookNode, resources: Any = None, km: Any = None) -> tuple[NotebookNode, Any]:
         self._stopped: dict[str, Any] | None = None
         self._limit_hit: tuple[str, str] | None = None
