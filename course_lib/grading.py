@@ -248,10 +248,12 @@ def _build_kinds() -> dict[int, tuple[str, type]]:
     }
     kinds.update({cls: "index" for cls in _INDEX_CLASSES})
     for t in set(np.sctypeDict.values()):
+        # timedelta64 first: NumPy makes it a subclass of signedinteger, and compared as an
+        # int its unit would be lost (90 seconds against 1 minute raised a TypeError).
         for base, kind in [
+            (np.timedelta64, "timedelta64"), (np.datetime64, "datetime64"),
             (np.bool_, "bool"), (np.integer, "int"), (np.floating, "float"),
             (np.complexfloating, "complex"), (np.str_, "str"), (np.bytes_, "bytes"),
-            (np.datetime64, "datetime64"), (np.timedelta64, "timedelta64"),
         ]:
             if issubclass(t, base):
                 kinds[t] = kind
@@ -779,6 +781,9 @@ def _text_difference(a: Any, e: Any, path: str, tol: _Tolerance) -> str | None:
 
 
 def _numpy_time_difference(a: Any, e: Any, path: str, tol: _Tolerance) -> str | None:
+    # Units first: compared across units, 23:59 in minutes would pass as that day in days.
+    if a.dtype != e.dtype:
+        return f"{path}: expected a {e.dtype} value, got a {a.dtype} one ({_show(a)} against {_show(e)})"
     return _values_difference(_asarray(a), _asarray(e), path, tol, _array_position)
 
 
@@ -816,8 +821,10 @@ def _dict_difference(a: dict, e: dict, path: str, tol: _Tolerance) -> str | None
     for key in a:
         if not _is_plain_key(key):
             return f"{path}: a key of your dict is {_type_name(key)}, not a plain value"
-    missing = [k for k in e if k not in a]
-    extra = [k for k in a if k not in e]
+    # Keys are matched with their types: True, 1 and 1.0 are one key to a dict, not to us.
+    mine, theirs = {_typed_key(k): k for k in a}, {_typed_key(k): k for k in e}
+    missing = [k for t, k in theirs.items() if t not in mine]
+    extra = [k for t, k in mine.items() if t not in theirs]
     if missing or extra:
         parts = []
         if missing:
@@ -825,8 +832,8 @@ def _dict_difference(a: dict, e: dict, path: str, tol: _Tolerance) -> str | None
         if extra:
             parts.append(f"unexpected keys {_show(extra)}")
         return f"{path}: {'; '.join(parts)}"
-    for key in e:
-        problem = _difference(a[key], e[key], f"{path}[{key!r}]", tol)
+    for typed, key in theirs.items():
+        problem = _difference(a[mine[typed]], e[key], f"{path}[{key!r}]", tol)
         if problem is not None:
             return problem
     return None
@@ -836,7 +843,9 @@ def _set_difference(a: set | frozenset, e: set | frozenset, path: str, tol: _Tol
     for item in a:
         if not _is_plain_key(item):
             return f"{path}: an element of your set is {_type_name(item)}, not a plain value"
-    missing, extra = e - a, a - e
+    mine, theirs = {_typed_key(k): k for k in a}, {_typed_key(k): k for k in e}
+    missing = {k for t, k in theirs.items() if t not in mine}
+    extra = {k for t, k in mine.items() if t not in theirs}
     if not missing and not extra:
         return None
     parts = []
@@ -845,6 +854,16 @@ def _set_difference(a: set | frozenset, e: set | frozenset, path: str, tol: _Tol
     if extra:
         parts.append(f"{len(extra)} unexpected, e.g. {_show(sorted(extra, key=repr)[:3])}")
     return f"{path}: sets differ: {'; '.join(parts)}"
+
+
+def _typed_key(key: Any) -> Any:
+    """A key that equals another only when their types match too (``True``, ``1``, ``1.0`` differ)."""
+    kind = _kind(key)
+    if kind == "tuple":
+        return kind, tuple(_typed_key(k) for k in key)
+    if kind == "frozenset":
+        return kind, frozenset(_typed_key(k) for k in key)
+    return kind, key
 
 
 def _is_plain_key(key: Any) -> bool:

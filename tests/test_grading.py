@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import re
 import subprocess
 import sys
 import textwrap
@@ -693,3 +694,28 @@ def test_exception_hierarchy_lets_nbgrader_and_the_cli_tell_them_apart():
 
 def test_no_tampering_reported_in_a_clean_process():
     assert grading._tampering_problems() == []
+
+
+# --- types that equality alone would merge ---------------------------------------------------
+
+@pytest.mark.parametrize("actual, expected, message", [
+    (np.datetime64("2026-01-01T23:59", "m"), np.datetime64("2026-01-01", "D"), "datetime64[D]"),
+    (np.timedelta64(90, "s"), np.timedelta64(1, "m"), "timedelta64[m]"),
+    ({True: 1}, {1: 1}, "unexpected keys [True]"),
+    ({1: "a"}, {1.0: "a"}, "missing keys [1.0]"),
+    ({(1, True): 2}, {(1, 1): 2}, "missing keys [(1, 1)]"),
+    ({1.0}, {1}, "1 unexpected, e.g. [1.0]"),
+    (frozenset({True}), frozenset({1}), "1 missing, e.g. [1]"),
+])
+def test_units_and_key_types_are_compared_not_merged(actual, expected, message):
+    # 23:59 must not pass as that day, nor True as the key 1 (hash-equal in a dict or set).
+    with pytest.raises(GradingError, match=re.escape(message)):
+        assert_same(actual, expected)
+
+
+@pytest.mark.parametrize("value", [
+    np.timedelta64(60, "s"), np.datetime64("2026-01-01", "D"), {np.int64(1): 2, "a": {3}},
+    {(1, "x"): [1.5]}, frozenset({1, 2.5, "z"}),
+])
+def test_equal_values_of_the_same_types_still_pass(value):
+    assert_same(value, value)
