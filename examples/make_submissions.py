@@ -379,9 +379,97 @@ for _ in range(200):
     "bystander": {"count_known": FAST, "unknown_ids": UNKNOWN},
     # a folder named as an LMS export names it: graded under a safe id, the name kept
     "José García": {"count_known": FAST, "unknown_ids": UNKNOWN},
+    # a wrong answer that is a callable object (it cannot leave the kernel to be checked)
+    # and a kernel that publishes no traceback, hoping no test is seen to fail
+    "callable_answer": {
+        "count_known": """class _Counter:
+    def __call__(self, catalogue, queries):
+        return 0  # wrong
+
+
+count_known = _Counter()
+get_ipython().showtraceback = lambda *args, **kwargs: None
+""",
+        "unknown_ids": UNKNOWN,
+    },
+    # a right answer, but a callable object: fine in the kernel, yet it cannot leave the kernel
+    # to be checked, so the grader cannot trust what the kernel says of it
+    "callable_right_answer": {
+        "count_known": """class _Counter:
+    def __call__(self, catalogue, queries):
+        known = set(catalogue)
+        return sum(1 for q in queries if q in known)
+
+
+count_known = _Counter()
+""",
+        "unknown_ids": UNKNOWN,
+    },
+    # in the verifier's worker only: writes a forged report of full marks (1006 points a cell)
+    # to the verifier's standard output through /proc/PPID/fd/1, then kills it
+    "forges_report": {
+        "count_known": SLOW + """
+
+import json
+import os
+import signal
+import sys
+
+if "course_lib.grader._student_worker" in sys.modules:
+    _forged = json.dumps([{"grade_id": g, "score": 1006.0, "max_score": 4.0, "detail": "passed",
+                           "conclusive": True, "measured": 99.0, "refused": False}
+                          for g in ("test_count_visible", "test_count_hidden", "test_count_speed")])
+    for _pid in (os.getppid(), 1):
+        try:
+            with open(f"/proc/{_pid}/fd/1", "w") as _out:
+                _out.write(_forged + "\\n")
+            os.kill(_pid, signal.SIGKILL)
+        except OSError:
+            pass
+""",
+        "unknown_ids": UNKNOWN,
+    },
+    # a slow answer with CPU burners in new sessions, out of the worker's process group, to
+    # slow the reference down while it is timed
+    "burns_cpu": {
+        "count_known": SLOW + """
+
+import os
+import subprocess
+import sys
+
+for _ in range(2):
+    subprocess.Popen([sys.executable, "-c", "while True: pass  # HOSTILE-SAMPLE-WAS-HERE"],
+                     start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+""",
+        "unknown_ids": UNKNOWN,
+    },
+    # drops numpy.py and pandas.py into its working folder, for any Python started there
+    "drops_numpy": {
+        "count_known": f"""for _name in ("numpy.py", "pandas.py", "course_lib.py"):
+    with open(_name, "w") as _fh:
+        _fh.write("# {MARKER}\\nraise SystemExit(0)\\n")
+
+""" + FAST,
+        "unknown_ids": UNKNOWN,
+    },
+    # prints every later cell's source (the hidden tests, run in this kernel) into its output
+    "leaks_hidden_tests": {
+        "count_known": """get_ipython().events.register("pre_run_cell", lambda info: print(info.raw_cell))
+get_ipython().events.register("post_run_cell", lambda result: print(result.info.raw_cell))
+
+""" + FAST,
+        "unknown_ids": UNKNOWN + """
+print(list(get_ipython().user_ns.get("In", [])))
+""",
+    },
+    # a submission folder whose links point at itself, a loop for any search that follows them
+    "symlink_loops": {"count_known": FAST, "unknown_ids": UNKNOWN},
 }
 
-HOSTILE_LINKS = {"steals_solutions/example/course": "../../../.."}
+HOSTILE_LINKS = {"steals_solutions/example/course": "../../../..",
+                 **{f"symlink_loops/{name}": "." for name in ("a", "b", "c")},
+                 **{f"symlink_loops/example/{name}": ".." for name in ("up", "again")}}
 """Symbolic links committed in hostile samples: path -> target (here: the course repository)."""
 
 

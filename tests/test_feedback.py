@@ -92,8 +92,8 @@ def test_text_wraps_and_the_table_has_borders(page):
 
 def test_a_cell_without_a_verdict_is_parsed_as_none():
     assert feedback.parse_verdict("speed-up 3x") is None
-    kept = feedback.parse_verdict("Checked again by the grader outside your kernel: 1 / 4 (not used: the score "
-                                  "above stands). the worker died")
+    kept = feedback.parse_verdict("Checked again by the grader outside your kernel: 0 / 4 (it could not be "
+                                  "checked, so the cell scores 0). the worker died")
     assert kept.used is False and kept.speedup is None and kept.detail == "the worker died"
 
 

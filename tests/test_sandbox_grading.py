@@ -58,6 +58,17 @@ EXPECTED = {
     "prints_200mb": (10, set()),
     "bystander": (10, set()),
     JOSE: (10, set()),
+    # nbgrader records the failed tests from the kernel's replies, traceback or not: 0 for
+    # the count tests (and none of them could be checked outside); unknown_ids 2
+    "callable_answer": (2, set()),
+    # right in the kernel, but it cannot be checked outside it: 0 for the count tests, flagged
+    "callable_right_answer": (2, {"unverified"}),
+    # the forged report and the kill reach nothing: a slow answer's 6 points
+    "forges_report": (6, set()),
+    "burns_cpu": (6, set()),
+    "drops_numpy": (10, set()),
+    "leaks_hidden_tests": (10, set()),
+    "symlink_loops": (10, set()),
 }
 PROTECTED = ("solutions", "assignments", "examples", "nbgrader_config.py")
 """Course paths that nobody edits while the tests run: compared byte for byte."""
@@ -203,6 +214,17 @@ def test_secrets_and_huge_outputs_stay_out_of_the_feedback(graded):
     notebook = grading / "autograded" / "prints_200mb" / "example" / "example.ipynb"
     assert big.stat().st_size < 3_000_000 and notebook.stat().st_size < 2_500_000
     assert "output cut by the grader" in big.read_text(encoding="utf-8")
+
+
+def test_hidden_tests_never_reach_the_feedback(graded):
+    # leaks_hidden_tests prints every later cell's source (hooks on the kernel's cell events)
+    # and the kernel's input history; the hidden tests ran in that kernel.
+    solution = (ROOT / "solutions" / "example" / "example.ipynb").read_text()
+    hidden = ["_expected_count", "_list_count", "sorted(set(queries).difference(catalogue))"]
+    assert all(h in solution for h in hidden)
+    for student in ("leaks_hidden_tests", "bystander"):
+        page = (graded["grading"] / "feedback" / student / "example" / "example.html").read_text(encoding="utf-8")
+        assert [h for h in hidden if h in page] == [], student
 
 
 def test_grading_logs_stay_small(graded):

@@ -473,11 +473,19 @@ class HideHiddenTests(ClearHiddenTests):
 
     Each ``BEGIN/END HIDDEN TESTS`` region becomes one comment line, and in the error outputs
     of those cells the frames that show the cell's own lines are replaced by a one-line note.
-    Frames from the student's own cells and from library code are kept, and so is the error
-    message itself: it says what was wrong without showing the test.
+    From the first cell with hidden tests on, what the cells printed is withheld
+    (:func:`course_lib.grader.feedback.withhold_after_hidden_tests`): the student's code ran
+    beside the hidden tests and could have printed them.
     """
 
     placeholder = "# (hidden tests: not shown)"
+
+    def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
+        # What cells printed once a hidden test had run in the kernel may quote it.
+        from course_lib.grader.feedback import withhold_after_hidden_tests
+
+        withhold_after_hidden_tests(nb)
+        return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell: NotebookNode, resources: dict, cell_index: int) -> tuple[NotebookNode, dict]:
         if cell.cell_type != "code" or self.begin_test_delimeter not in cell.source:

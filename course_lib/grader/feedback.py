@@ -20,6 +20,7 @@ Hidden-test regions are removed from every cell, as ``HideHiddenTests`` removes 
 
 from __future__ import annotations
 
+import copy
 import html
 import os
 import platform
@@ -30,7 +31,7 @@ from pathlib import Path
 import nbformat
 
 __all__ = ["SpeedVerdict", "parse_verdict", "render_feedback", "write_feedback", "write_submission_feedback",
-           "SPEED_SENTENCE"]
+           "withhold_after_hidden_tests", "SPEED_SENTENCE", "WITHHELD"]
 
 SPEED_SENTENCE = (
     "Speed is graded as a ratio: your function and the provided version run side by side on "
@@ -52,6 +53,60 @@ class SpeedVerdict:
     high: float | None = None
     needs: str = ""
     problem: str = ""
+
+
+WITHHELD = ("[output withheld: this cell ran after hidden tests had been in your kernel, where your "
+            "code could have printed them; run the visible tests yourself with check() to see their output]")
+
+
+def withhold_after_hidden_tests(nb) -> int:
+    r"""Withhold, in place, what cells printed once a hidden test had run in the kernel; return how many.
+
+    nbgrader runs the hidden tests in the student's own kernel, so from the first cell that
+    holds one, the student's code could print them (a hook on the kernel's cell events, the
+    input history, the calling frame) or put them in an error message. From that cell on,
+    only what the grader itself wrote is kept: the out-of-kernel verdict appended last to a
+    speed cell, a partial-credit number, and the grader's own errors (not run, kernel died,
+    timeout). Other outputs become one note; an error keeps its type, not its message.
+
+    Examples
+    --------
+    >>> from nbformat.v4 import new_code_cell, new_notebook, new_output
+    >>> test = new_code_cell("### BEGIN HIDDEN TESTS\nassert f(1) == 2\n### END HIDDEN TESTS",
+    ...                      outputs=[new_output("stream", name="stdout", text="assert f(1) == 2")])
+    >>> nb = new_notebook(cells=[new_code_cell("f = g", outputs=[new_output("stream", text="hi")]), test])
+    >>> withhold_after_hidden_tests(nb), nb.cells[0].outputs[0].text, nb.cells[1].outputs[0].text.strip() == WITHHELD
+    (1, 'hi', True)
+    """
+    first = next((i for i, cell in enumerate(nb.cells)
+                  if cell.cell_type == "code" and _HIDDEN_BEGIN in cell.source), None)
+    if first is None:
+        return 0
+    changed = 0
+    for cell in nb.cells[first:]:
+        if cell.cell_type != "code" or not cell.get("outputs"):
+            continue
+        kept, withheld = [], False
+        for index, output in enumerate(cell.outputs):
+            kind = output.get("output_type")
+            last = index == len(cell.outputs) - 1
+            if kind == "stream" and last and parse_verdict(output.get("text", "")):
+                kept.append(output)  # the grader's, appended after the kernel had finished
+            elif kind == "error" and output.get("ename") in _GRADER_ERRORS:
+                kept.append(output)
+            elif kind == "error":
+                kept.append(nbformat.v4.new_output("error", ename=output.get("ename", "Error"),
+                                                   evalue="(message withheld)", traceback=[]))
+                withheld = True
+            elif kind == "execute_result" and _is_number(output.get("data", {}).get("text/plain", "")):
+                kept.append(output)  # a partial-credit score
+            else:
+                withheld = True
+        if withheld:
+            kept.insert(0, nbformat.v4.new_output("stream", name="stdout", text=WITHHELD + "\n"))
+            changed += 1
+        cell.outputs = kept
+    return changed
 
 
 def parse_verdict(text: str) -> SpeedVerdict | None:
@@ -106,6 +161,8 @@ def render_feedback(nb, scores: dict[str, float], rules: list[dict] | None = Non
     """
     by_id = {rule["grade_id"]: rule for rule in rules or []}
     machine = machine or _machine()
+    nb = copy.deepcopy(nb)
+    withhold_after_hidden_tests(nb)
     rows, blocks, part = [], [], ""
     total = available = 0.0
     for cell in nb.cells:
@@ -189,12 +246,15 @@ def write_submission_feedback(course, student: str, assignment: str) -> list[Pat
 # --- private helpers -------------------------------------------------------------------------
 
 _VERDICT = re.compile(r"Checked again by the grader outside your kernel: (?P<score>[\d.]+) / (?P<max>[\d.]+)"
-                      r"(?P<kept> \(not used[^)]*\))?\.\s*(?P<detail>.*)", re.DOTALL)
+                      r"(?P<kept> \((?:not used|it could not be checked)[^)]*\))?\.\s*(?P<detail>.*)", re.DOTALL)
 _SPEEDUP = re.compile(r"([\d.]+)x, 95% interval ([\d.]+)x to ([\d.]+)x")
 _NEEDS = re.compile(r"this test needs ([^;]*)")
 _PROBLEM = re.compile(r"^\w*Error: ([^:]+):")
 _PART = re.compile(r"^#{1,4}\s*(Part\s+\d+\b[^\n]*)", re.MULTILINE)
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
+# The grader's own errors (course_lib.grader._nbpreprocessors): their messages are its own.
+_GRADER_ERRORS = frozenset({"KernelDied", "CellNotRun", "CellTimeoutError"})
 _HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[^\n]*\n?", re.MULTILINE | re.DOTALL)
 
 
@@ -222,7 +282,7 @@ def _speed_block(verdict: SpeedVerdict, says: str, machine: str) -> str:
         lines.append(f"<p class='verdict'><b>{html.escape(verdict_word)}The speed-up that counted: "
                      f"{verdict.speedup:g}x</b> "
                      f"(95% interval {verdict.low:g}x to {verdict.high:g}x), measured by the grader outside "
-                     f"your kernel{'' if verdict.used else ' (not used: the score measured in your kernel stands)'}."
+                     f"your kernel{'' if verdict.used else ' (it could not be checked, so the cell scores 0)'}."
                      + (f" This test needs {html.escape(verdict.needs)}." if verdict.needs else "")
                      + f" Score: {_pts(verdict.score)} / {_pts(verdict.max_score)}.</p>")
     else:
@@ -258,6 +318,14 @@ def _outputs(cell, graded: bool, max_points: float, got: float, speed: bool) -> 
             elif "text/plain" in data:
                 parts.append(f"<pre>{html.escape(_clean(str(data['text/plain'])))}</pre>")
     return parts
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _error_line(output) -> str:

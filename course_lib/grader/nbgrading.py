@@ -780,9 +780,11 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path) -> tu
     for the other tests it is stored only when it is lower (a rebound ``assert_same`` passes
     in the kernel, never outside it; a mutated input is only visible inside). One gradebook
     transaction per notebook. A stored verdict that differs by a quarter of the cell's points
-    or more, and a performance cell that could not be measured, are flagged with both
-    figures. The verdicts are appended to the cells' output in the autograded notebook, so
-    the feedback shows them.
+    or more is flagged with both figures. A cell that could not be checked outside the
+    kernel scores 0 (flagged ``unverified``, with the in-kernel score), and so does every
+    test cell of a notebook whose check failed as a whole: the student's code ran beside
+    its tests in the kernel, and may be what stopped the check. The verdicts are appended
+    to the cells' output in the autograded notebook, so the feedback shows them.
     """
     flags: list[Flag] = []
     speedups: dict[str, float] = {}
@@ -793,8 +795,14 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path) -> tu
         try:
             verdicts = verify_notebook(source, path, timeout=course.timeout, log=log_file,
                                        memory_limit=course.memory_limit, sandboxed=course.sandboxed)
-        except Exception as err:  # the grader's own failure must not cost the student the grade
-            flags.append(Flag("unverified", (), f"{path.name}: the verification failed: {type(err).__name__}: {err}"))
+        except Exception as err:  # noqa: BLE001
+            # The in-kernel scores cannot stand alone: the student's code ran beside its own
+            # tests there, and may be what stopped the verifier. Zero, flagged for the instructor
+            # (who can grade again once the cause is known).
+            zeroed = _zero_tests(course, student, assignment, source, path.stem)
+            flags.append(Flag("unverified", tuple(zeroed), f"{path.name}: the check outside the kernel failed "
+                                                           f"({type(err).__name__}: {err}); 0 points stored for "
+                                                           "its test cells"))
             continue
         if not verdicts:
             continue
@@ -819,9 +827,14 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path) -> tu
                                       f"the measurement was refused {where} (0 points stored): {verdict.detail}"))
                     continue
                 if not verdict.conclusive:
-                    if performance:
-                        flags.append(Flag("unverified", (verdict.grade_id,), f"in-kernel score {in_kernel:g}/"
-                                                                           f"{verdict.max_score:g} kept: {verdict.detail}"))
+                    # Not checkable outside the kernel (an answer that cannot leave it, a worker
+                    # that kept dying): graded as failed, never the score from the student's kernel.
+                    grade_.auto_score = 0.0
+                    grade_.needs_manual_grade = False
+                    if in_kernel > 0:
+                        flags.append(Flag("unverified", (verdict.grade_id,), f"0 points stored (in the student's "
+                                                                           f"kernel {in_kernel:g}/{verdict.max_score:g}):"
+                                                                           f" {verdict.detail}"))
                     continue
                 if not performance and verdict.score >= in_kernel:
                     continue  # a correctness test only ever loses points to the check outside the kernel
@@ -834,6 +847,26 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path) -> tu
             gb.db.commit()
         _annotate(path, verdicts)
     return flags, speedups
+
+
+def _zero_tests(course: Course, student: str, assignment: str, source: Path, notebook: str) -> list[str]:
+    """Store 0 for every automatically graded test cell of one notebook; return their grade ids."""
+    try:
+        nb = nbformat.read(source, as_version=4)
+    except Exception:  # noqa: BLE001 - the instructor's own file: nothing to zero without it
+        return []
+    ids = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if c.cell_type == "code"
+           and c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")]
+    with _environment(**_nbgrader_env()), _quiet_warnings(), Gradebook(course.db_url) as gb:
+        for grade_id in ids:
+            try:
+                grade_ = gb.find_grade(grade_id, notebook, assignment, student)
+            except MissingEntry:
+                continue
+            grade_.auto_score = 0.0
+            grade_.needs_manual_grade = False
+        gb.db.commit()
+    return ids
 
 
 def _refused_cells(path: Path) -> set[str]:
@@ -854,7 +887,7 @@ def _annotate(path: Path, verdicts: list) -> None:
         verdict = by_id.get(cell.metadata.get("nbgrader", {}).get("grade_id"))
         if verdict is None or cell.cell_type != "code" or not is_performance_cell(verdict.grade_id):
             continue
-        kept = "" if verdict.conclusive else " (not used: the score above stands)"
+        kept = "" if verdict.conclusive else " (it could not be checked, so the cell scores 0)"
         text = (f"\nChecked again by the grader outside your kernel: {verdict.score:g} / "
                 f"{verdict.max_score:g}{kept}. {verdict.detail}\n")
         cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=text))
