@@ -8,6 +8,7 @@ threshold at 5x), so they hold on a loaded machine.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import nbformat
@@ -66,7 +67,8 @@ def _cell(source: str, grade_id: str | None = None, *, solution=False, grade=Fal
 
 
 def _verify(tmp_path: Path, answer: str, test: str = SPEED_TEST, grade_id: str = "test_speed",
-            points: int = 3, timeout: int = 20, reference: str = FAST, sandboxed: bool = False) -> CellVerdict:
+            points: int = 3, timeout: int = 20, reference: str = FAST, sandboxed: bool = False,
+            notebook_timeout: int = 0) -> CellVerdict:
     def notebook(answer_source: str):
         return new_notebook(cells=[
             _cell(SETUP, "setup"),
@@ -78,7 +80,8 @@ def _verify(tmp_path: Path, answer: str, test: str = SPEED_TEST, grade_id: str =
     submitted.parent.mkdir()
     nbformat.write(notebook(reference), source)
     nbformat.write(notebook(answer), submitted)
-    verdicts = verify_notebook(source, submitted, timeout=timeout, log=tmp_path / "log.txt", sandboxed=sandboxed)
+    verdicts = verify_notebook(source, submitted, timeout=timeout, log=tmp_path / "log.txt", sandboxed=sandboxed,
+                               notebook_timeout=notebook_timeout)
     assert [v.grade_id for v in verdicts] == [grade_id]
     return verdicts[0]
 
@@ -137,6 +140,17 @@ def test_broken_answers_score_zero_and_say_why(tmp_path, answer, says):
     verdict = _verify(tmp_path, answer, timeout=3)
     assert verdict.conclusive and verdict.score == 0
     assert says in verdict.detail
+
+
+def test_the_whole_verification_stops_at_the_notebooks_time_limit(tmp_path):
+    # Sleeping at load, only in the worker (the kernel has no reason to): each pause stays
+    # under the 20 s per-call bound, but the notebook may run 5 s in all.
+    stalls = "import sys, time\n\nif 'course_lib.grader._student_worker' in sys.modules:\n    time.sleep(15)\n\n"
+    started = time.monotonic()
+    verdict = _verify(tmp_path, stalls + FAST, notebook_timeout=5)
+    assert time.monotonic() - started < 12
+    assert not verdict.conclusive and verdict.score == 0
+    assert "past its limit of 5 s" in verdict.detail
 
 
 def test_a_measurement_too_small_to_trust_is_refused_not_graded(tmp_path):

@@ -794,7 +794,8 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path) -> tu
             continue
         try:
             verdicts = verify_notebook(source, path, timeout=course.timeout, log=log_file,
-                                       memory_limit=course.memory_limit, sandboxed=course.sandboxed)
+                                       memory_limit=course.memory_limit, sandboxed=course.sandboxed,
+                                       notebook_timeout=course.notebook_timeout)
         except Exception as err:  # noqa: BLE001
             # The in-kernel scores cannot stand alone: the student's code ran beside its own
             # tests there, and may be what stopped the verifier. Zero, flagged for the instructor

@@ -107,7 +107,7 @@ def is_performance_cell(grade_id: str | None) -> bool:
 
 def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 60,
                     log: str | Path | None = None, memory_limit: int = 0,
-                    sandboxed: bool = False) -> list[CellVerdict]:
+                    sandboxed: bool = False, notebook_timeout: int = 0) -> list[CellVerdict]:
     """Grade the performance cells of ``autograded`` again, outside the student's kernel.
 
     Parameters
@@ -128,6 +128,10 @@ def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 6
         Run the student worker in a :class:`course_lib.grader.sandbox.Sandbox`, as
         ``course grade`` does (it reads nothing of the course but ``course_lib`` and a copy
         of the notebook's folder, and is frozen whole while the reference is timed).
+    notebook_timeout : int, optional
+        Seconds the whole verification may run (0: only the per-cell bound), as the
+        notebook's kernel may: code that is slow only in the worker cannot stretch grading
+        past it. Past it every verdict is inconclusive (the grader stores 0, flagged).
 
     Returns
     -------
@@ -157,6 +161,8 @@ def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 6
     }
     points = {c["grade_id"]: c["points"] for c in job["judge_cells"]}
     limit = timeout * (len(job["student_cells"]) + len(tests) + 2) + 60
+    if notebook_timeout > 0:
+        limit = min(limit, notebook_timeout)
     os.chmod(job["tmpdir"], 0o755)
     with open(job["log"], "a", encoding="utf-8") as log_file, _removed(job["tmpdir"]):
         try:
