@@ -61,8 +61,9 @@ EXPECTED = {
     # nbgrader records the failed tests from the kernel's replies, traceback or not: 0 for
     # the count tests (and none of them could be checked outside); unknown_ids 2
     "callable_answer": (2, set()),
-    # right in the kernel, but it cannot be checked outside it: 0 for the count tests, flagged
-    "callable_right_answer": (2, {"unverified"}),
+    # right in the kernel, but it cannot leave it: the correctness tests keep the kernel's 4
+    # points, the speed test (4) cannot be measured outside and scores 0, flagged; unknown_ids 2
+    "callable_right_answer": (6, {"unverified"}),
     # the forged report and the kill reach nothing: a slow answer's 6 points
     "forges_report": (6, set()),
     "burns_cpu": (6, set()),

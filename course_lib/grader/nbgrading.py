@@ -780,10 +780,11 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path) -> tu
     for the other tests it is stored only when it is lower (a rebound ``assert_same`` passes
     in the kernel, never outside it; a mutated input is only visible inside). One gradebook
     transaction per notebook. A stored verdict that differs by a quarter of the cell's points
-    or more is flagged with both figures. A cell that could not be checked outside the
-    kernel scores 0 (flagged ``unverified``, with the in-kernel score), and so does every
-    test cell of a notebook whose check failed as a whole: the student's code ran beside
-    its tests in the kernel, and may be what stopped the check. The verdicts are appended
+    or more is flagged with both figures. A performance cell that could not be measured
+    outside the kernel scores 0 (flagged ``unverified``, with the in-kernel score), and so
+    does every test cell of a notebook whose check failed as a whole: the student's code ran
+    beside its tests in the kernel, and may be what stopped the check. A correctness test
+    whose answer cannot leave the kernel keeps the kernel's score. The verdicts are appended
     to the cells' output in the autograded notebook, so the feedback shows them.
     """
     flags: list[Flag] = []
@@ -828,8 +829,12 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path) -> tu
                                       f"the measurement was refused {where} (0 points stored): {verdict.detail}"))
                     continue
                 if not verdict.conclusive:
-                    # Not checkable outside the kernel (an answer that cannot leave it, a worker
-                    # that kept dying): graded as failed, never the score from the student's kernel.
+                    if not performance:
+                        # A correctness test whose answer cannot leave the kernel (week 1's
+                        # Stopwatch) is graded there: the documented limit of the check.
+                        continue
+                    # A performance cell not measurable outside the kernel (an answer that cannot
+                    # leave it, a worker that kept dying): failed, never the kernel's measurement.
                     grade_.auto_score = 0.0
                     grade_.needs_manual_grade = False
                     if in_kernel > 0:
