@@ -464,13 +464,18 @@ print(list(get_ipython().user_ns.get("In", [])))
 """,
     },
     # a submission folder whose links point at itself, a loop for any search that follows them
+    # (made by tests/test_sandbox_grading.py in its copy, see LOOP_LINKS)
     "symlink_loops": {"count_known": FAST, "unknown_ids": UNKNOWN},
 }
 
-HOSTILE_LINKS = {"steals_solutions/example/course": "../../../..",
-                 **{f"symlink_loops/{name}": "." for name in ("a", "b", "c")},
-                 **{f"symlink_loops/example/{name}": ".." for name in ("up", "again")}}
+HOSTILE_LINKS = {"steals_solutions/example/course": "../../../.."}
 """Symbolic links committed in hostile samples: path -> target (here: the course repository)."""
+
+LOOP_LINKS = {**{f"symlink_loops/{name}": "." for name in ("a", "b", "c")},
+              **{f"symlink_loops/example/{name}": ".." for name in ("up", "again")}}
+"""Links that make symlink_loops a loop, made only in a test's copy of the samples: committed,
+they would send any tool that follows links through the repository (Jupyter Book's search
+for source files) down 3**40 paths."""
 
 
 def build_hostile() -> dict[str, str]:

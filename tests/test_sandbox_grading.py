@@ -23,6 +23,7 @@ import hashlib
 import inspect
 import io
 import os
+import runpy
 import shutil
 import subprocess
 import threading
@@ -118,6 +119,8 @@ def graded(tmp_path_factory):
     base = tmp_path_factory.mktemp("hostile")
     submissions = base / "submissions"
     shutil.copytree(HOSTILE, submissions, symlinks=True)
+    for relative, target in runpy.run_path(str(ROOT / "examples" / "make_submissions.py"))["LOOP_LINKS"].items():
+        (submissions / relative).symlink_to(target)
     bystander_sent = (submissions / "bystander" / "example" / "example.ipynb").read_bytes()
     grading = base / "grading"
     before = {"digests": _digests(PROTECTED), "git": _git_status(), "hostile": _hostile_processes(),
