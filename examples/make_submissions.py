@@ -463,6 +463,41 @@ get_ipython().events.register("post_run_cell", lambda result: print(result.info.
 print(list(get_ipython().user_ns.get("In", [])))
 """,
     },
+    # lowers the priority of every other process it can see, the verifier's and the
+    # reference's included (their scheduler autogroup, then setpriority)
+    "renices_others": {
+        "count_known": """import os
+
+for _pid in [int(p) for p in os.listdir("/proc") if p.isdigit()]:
+    if _pid == os.getpid():
+        continue
+    try:
+        with open(f"/proc/{_pid}/autogroup", "w") as _fh:
+            _fh.write("19")
+    except OSError:
+        pass
+    try:
+        os.setpriority(os.PRIO_PROCESS, _pid, 19)
+    except OSError:
+        pass
+
+""" + FAST,
+        "unknown_ids": UNKNOWN,
+    },
+    # prints the environment of every process it can see, hoping for the grader's tokens
+    "reads_proc_environ": {
+        "count_known": """import os
+
+for _pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+    try:
+        with open(f"/proc/{_pid}/environ", "rb") as _fh:
+            print(_pid, _fh.read().replace(b"\\0", b" ")[:2000])
+    except OSError:
+        pass
+
+""" + FAST,
+        "unknown_ids": UNKNOWN,
+    },
     # a submission folder whose links point at itself, a loop for any search that follows them
     # (made by tests/test_sandbox_grading.py in its copy, see LOOP_LINKS)
     "symlink_loops": {"count_known": FAST, "unknown_ids": UNKNOWN},
