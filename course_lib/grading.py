@@ -410,7 +410,8 @@ def assert_speedup(
     at_least : float
         The required speed-up, time(baseline) / time(candidate).
     budget : float, default 1.0
-        Seconds of timed rounds (input generation and checks come on top).
+        Seconds of timed rounds (input generation and checks come on top, but the
+        rounds stop at twice this in wall time once there are enough of them).
     check : callable, optional
         ``check(result, expected)``, raising ``AssertionError`` on a mismatch; by
         default :func:`assert_same` with ``rtol`` and ``atol``.

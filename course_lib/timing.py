@@ -68,6 +68,7 @@ _process_time = time.process_time
 # interval to mean something, few enough that a large budget stays bounded.
 _MIN_ROUNDS = 5
 _MAX_ROUNDS = 200
+_WALL_FACTOR = 2.0  # compare's rounds stop at this many times the budget in wall time
 
 # ``bench`` aims each round at a tenth of its budget (so about ten rounds fit),
 # but never longer than the 0.2 s that ``timeit.Timer.autorange`` aims for.
@@ -458,9 +459,11 @@ def compare(
         called once for *every* call of either side (warm-up and calibration
         included), so no call ever sees an input seen before and caching results
         cannot help. Its own time is not measured but does come on top of
-        ``budget``. Cannot be combined with ``args``.
+        ``budget`` (up to the wall limit described there). Cannot be combined with ``args``.
     budget : float, default 1.0
-        Seconds of timed rounds to spend.
+        Seconds of timed rounds to spend. Rounds also stop (after the first 6)
+        once the rounds' wall time, with inputs made and results checked,
+        reaches twice ``budget``.
     kwargs : dict, optional
         Keyword arguments for every call.
     check : callable, optional
@@ -548,7 +551,10 @@ def compare(
         cand_t.append(spent[1] / loops[1])
         return spent[0] + spent[1]
 
-    _run_rounds(one_round, budget, min_rounds)
+    # Fresh inputs and checked results cost wall time the budget does not count; when
+    # they dominate (a 0.2 ms call whose input takes 1 ms to draw) the rounds would
+    # take many times the budget. Past the minimum, rounds also stop at twice it.
+    _run_rounds(one_round, budget, min_rounds, wall_limit=_WALL_FACTOR * budget)
     ratios = tuple(b / c if c > 0 else math.inf for b, c in zip(base_t, cand_t))
     low, ratio, high = _median_ci(ratios, confidence)
     base_s, cand_s = statistics.median(base_t), statistics.median(cand_t)
@@ -886,18 +892,27 @@ def _balance(loops: list[int], per_call: list[float], budget: float, min_rounds:
     return [max(n, int(target / t * (1 + 1e-9))) if t > 0 else n for n, t in zip(loops, per_call)]
 
 
-def _run_rounds(one_round: Callable[[], float], budget: float, min_rounds: int) -> list[float]:
+def _run_rounds(
+    one_round: Callable[[], float], budget: float, min_rounds: int, wall_limit: float = math.inf
+) -> list[float]:
     """Run rounds while the next one (estimated by the last) still fits in ``budget``.
 
     At least ``min_rounds`` and at most ``_MAX_ROUNDS``; returns the timed seconds
-    of each round.
+    of each round. Past ``min_rounds`` the rounds also stop once their wall time
+    (timed calls plus whatever each round does untimed) would pass ``wall_limit``.
     """
     spent: list[float] = []
     total = 0.0
+    started = _perf_counter()
+    last_wall = 0.0
     while len(spent) < _MAX_ROUNDS:
-        if len(spent) >= min_rounds and total + spent[-1] > budget:
+        if len(spent) >= min_rounds and (
+            total + spent[-1] > budget or _perf_counter() - started + last_wall > wall_limit
+        ):
             break
+        round_started = _perf_counter()
         seconds = one_round()
+        last_wall = _perf_counter() - round_started
         spent.append(seconds)
         total += seconds
     return spent
