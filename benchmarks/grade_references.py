@@ -1,0 +1,98 @@
+"""How long does ``course grade`` take for the eight reference solutions, sandboxed or not?
+
+A benchmark, not a test. The reference answers of every week (the solution's answer cells
+put into the student version, as ``course selftest`` builds its "reference" submission)
+are graded as one student's batch by :func:`course_lib.grader.nbgrading.grade`, the code
+behind ``course grade``, into a temporary grading folder (the course's own is not
+touched): first in the bubblewrap sandbox (the default), then with ``--no-sandbox``
+(``sandbox=False``), unless ``--only`` says otherwise. It prints, per week and in all, the
+wall seconds, the points against the maximum and any flag (``unsandboxed`` left out), and
+the difference the sandbox makes per notebook.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/grade_references.py                 # both, ~2 x 8 min on 2 cores
+    .venv/bin/python benchmarks/grade_references.py --only sandbox --weeks week2,week3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # course_lib from this checkout
+
+WEEKS = [f"week{i}" for i in range(1, 9)]
+
+
+def _submissions(course, weeks: list[str], folder: Path) -> dict[str, float]:
+    """Write folder/reference/WEEK/NAME.ipynb for every week; return each week's maximum."""
+    import nbformat
+
+    from course_lib.grader import authoring
+
+    maxima: dict[str, float] = {}
+    for week in weeks:
+        answers = {name: authoring.solution_answers(nb)
+                   for name, nb in authoring._source_notebooks(course, week).items()}
+        for name, nb in authoring._released(course, week).items():
+            target = folder / "reference" / week / f"{name}.ipynb"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(authoring._answered(nb, answers[name]), target)
+        maxima[week] = sum(p for nb in authoring._source_notebooks(course, week).values()
+                           for p in authoring._points(nb).values())
+    return maxima
+
+
+def run(weeks: list[str], sandbox: bool, timeout: int) -> tuple[float, list]:
+    """Grade the references week by week (one ``grade`` call each, timed); return the rows."""
+    from course_lib.grader import nbgrading
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="course-refs-") as tmp:
+        course = nbgrading.Course.locate(root=ROOT, grading_dir=Path(tmp) / "grading", timeout=timeout,
+                                         sandboxed=sandbox)
+        maxima = _submissions(course, weeks, Path(tmp) / "submissions")
+        for week in weeks:
+            t0 = time.perf_counter()
+            results = nbgrading.grade(course, Path(tmp) / "submissions", [week], progress=False, force=True)
+            seconds = time.perf_counter() - t0
+            r = next((r for r in results if r.assignment == week), None)
+            flags = ", ".join(f.label for f in r.flags if f.kind != "unsandboxed") if r else "not graded"
+            rows.append((week, seconds, r.score if r else 0.0, maxima[week], flags))
+    return sum(row[1] for row in rows), rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--weeks", default=",".join(WEEKS), help="comma-separated (default all eight)")
+    parser.add_argument("--only", choices=("sandbox", "no-sandbox"), help="one condition only")
+    parser.add_argument("--timeout", type=int, default=60, help="seconds a cell may run")
+    args = parser.parse_args(argv)
+    weeks = [w for w in args.weeks.split(",") if w]
+    conditions = [c for c in ("sandbox", "no-sandbox") if args.only in (None, c)]
+    print(f"{os.cpu_count()} cores, load average at start {os.getloadavg()[0]:.2f}", flush=True)
+    totals, wrong = {}, 0
+    for condition in conditions:
+        total, rows = run(weeks, sandbox=condition == "sandbox", timeout=args.timeout)
+        totals[condition] = total
+        print(f"\n{condition}: {total:.1f} s for {len(weeks)} notebooks "
+              f"({total / len(weeks):.1f} s each), load average {os.getloadavg()[0]:.2f}")
+        for week, seconds, score, maximum, flags in rows:
+            mark = "" if score >= maximum - 1e-9 else "   <- NOT FULL MARKS"
+            wrong += bool(mark)
+            print(f"  {week:<6} {seconds:7.1f} s  {score:g}/{maximum:g}  {flags or '-'}{mark}")
+    if len(totals) == 2:
+        extra = totals["sandbox"] - totals["no-sandbox"]
+        print(f"\nsandbox cost: {extra:+.1f} s in all, {extra / len(weeks):+.1f} s per notebook "
+              f"({totals['sandbox'] / totals['no-sandbox']:.2f}x)")
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
