@@ -242,6 +242,21 @@ def test_week_chapters_have_the_parts_of_a_chapter(book, week, doc):
     )
 
 
+@pytest.mark.parametrize("week,doc", WEEK_FILES.items())
+def test_exercises_are_numbered_within_their_chapter(book, week, doc):
+    """Week N's exercises read Exercise N.1, N.2, ... and their solutions say the same."""
+    soup = _soup(doc)
+    titles = [_text(t) for t in soup.select("div.exercise p.admonition-title")]
+    numbers = [re.match(r"Exercise (\d+)\.(\d+)", t) for t in titles]
+    assert titles and all(numbers), f"{doc}: exercise titles {titles}"
+    assert [(int(m.group(1)), int(m.group(2))) for m in numbers] == [
+        (week, k) for k in range(1, len(titles) + 1)
+    ], f"{doc}: {titles}"
+    solutions = [_text(t) for t in soup.select("div.solution .admonition-title, div.solution summary")]
+    referred = {m.group(1) for t in solutions for m in [re.search(r"Exercise (\d+(\.\d+)?)", t)] if m}
+    assert referred <= {f"{week}.{k}" for k in range(1, len(titles) + 1)}, f"{doc}: {solutions}"
+
+
 @pytest.mark.parametrize("doc", SIZED_CHAPTERS)
 def test_chapters_state_the_size_they_ran_at(book, doc):
     """The size is printed from the variable, and the build used the small size.

@@ -142,6 +142,45 @@ def test_broken_answers_score_zero_and_say_why(tmp_path, answer, says):
     assert says in verdict.detail
 
 
+_IN_WORKER = "import sys\n\n_w = sys.modules.get('course_lib.grader._student_worker')\nif _w is not None:\n"
+
+
+def _pickle_that_runs(marker: Path) -> bytes:
+    """Protocol 4: subprocess.Popen reached through a NumPy submodule, called on ["touch", marker]."""
+    def text(s: str) -> bytes:
+        data = s.encode()
+        return b"\x8c" + bytes([len(data)]) + data
+
+    return (b"\x80\x04" + text("numpy.testing._private.utils") + text("subprocess.Popen") + b"\x93"
+            + b"](" + text("touch") + text(str(marker)) + b"e\x85R.")
+
+
+@pytest.mark.parametrize("attack, says", [
+    # announces a terabyte and streams zeros: refused before a byte of it is read
+    ("    def _flood(fd, data):\n        import os\n        os.write(fd, _w._HEADER.pack(2**40))\n"
+     "        while True:\n            os.write(fd, bytes(1 << 20))\n    _w.write_frame = _flood\n",
+     "more than the grader reads"),
+    # after the answers loaded, each frame one byte a second: the call's limit covers the whole frame
+    ("    _sent, _plain = [], _w.write_frame\n"
+     "    def _trickle(fd, data):\n        import os, time\n        _sent.append(1)\n"
+     "        if len(_sent) == 1:\n            return _plain(fd, data)\n"
+     "        os.write(fd, _w._HEADER.pack(len(data)))\n"
+     "        for b in data:\n            os.write(fd, bytes([b]))\n            time.sleep(1)\n"
+     "    _w.write_frame = _trickle\n", "time limit"),
+    # replies as a pickle that would run a command in the grader if it were unpickled
+    ("    _w._as_data = lambda reply: PAYLOAD\n", "not in the data format"),
+])
+def test_replies_that_are_not_data_are_refused_without_being_read(tmp_path, attack, says):
+    marker = tmp_path / "pickle-ran"
+    answer = f"PAYLOAD = {_pickle_that_runs(marker)!r}\n" + _IN_WORKER + attack + "\n\n" + FAST
+    started = time.monotonic()
+    verdict = _verify(tmp_path, answer, timeout=3)
+    assert verdict.score == 0 and says in verdict.detail, verdict
+    assert time.monotonic() - started < 20
+    time.sleep(0.2)  # a command started by an unpickler would have run by now
+    assert not marker.exists()
+
+
 def test_the_whole_verification_stops_at_the_notebooks_time_limit(tmp_path):
     # Sleeping at load, only in the worker (the kernel has no reason to): each pause stays
     # under the 20 s per-call bound, but the notebook may run 5 s in all.

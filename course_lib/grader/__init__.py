@@ -11,8 +11,8 @@ on the instructor's side:
     the out-of-kernel verifier that re-grades speed, memory and scaling cells.
 ``_student_worker``
     the process that holds a student's answers while they are verified.
-``_safe_pickle``
-    reading what the worker sends back as plain data only.
+``_data``
+    the data-only format in which the worker sends results back (no pickle).
 ``_nbpreprocessors``, ``_submissions``
     nbgrader preprocessors, and finding submissions in the layouts instructors use.
 ``report``

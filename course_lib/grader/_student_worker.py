@@ -7,9 +7,9 @@ IPython shell without a kernel, then answers requests on the pipe ``RFD`` / ``WF
 describe names, fetch values, call a function, measure a call's traced memory peak.
 
 Nothing in this process is trusted by the grader: the clocks that time the calls are in the
-verifying process, every result travels back as a pickle that the verifier reads with
-:func:`course_lib.grader._safe_pickle.loads`, and the student's printing goes to a log file, not to
-the pipe. This module only has to be correct for honest code.
+verifying process, every result travels back in the data-only format of
+:mod:`course_lib.grader._data` (no pickle: nothing in it can name a callable), and the
+student's printing goes to a log file, not to the pipe. This module only has to be correct for honest code.
 
 A timed batch is three requests, timed as a whole by the verifier's clock:
 
@@ -17,7 +17,7 @@ A timed batch is three requests, timed as a whole by the verifier's clock:
   is loaded) to the number the grade cell asks for, the same as the reference gets;
 - ``stage`` sends a batch of pickled inputs, unpickled here before the clock starts;
 - ``batch`` calls the function on every staged input back to back (garbage collection off,
-  as in ``timeit`` and :func:`course_lib.timing.compare`), writes the pickled results into
+  as in ``timeit`` and :func:`course_lib.timing.compare`), writes the results (as data) into
   the results file *before* answering, and answers. The verifier stops this process
   (``SIGSTOP``) as soon as the answer arrives and reads the results itself: work left
   running in the background cannot change them, and moving inputs is never billed.
@@ -41,6 +41,8 @@ import sys
 import traceback
 import types
 from typing import Any
+
+from course_lib.grader import _data
 
 __all__ = ["LAUNCH", "Ref", "read_frame", "write_frame", "main"]
 
@@ -114,13 +116,16 @@ def _load(shell: Any, cells: list[str], timeout: int) -> list[str | None]:
 
 
 def _describe(names: list[str]) -> dict[str, str]:
-    """``function`` (called through a proxy), ``value`` (copied out), ``object`` or ``missing``."""
+    """``function`` (called through a proxy), ``value`` (copied out), ``object``, ``module`` or ``missing``."""
     kinds = {}
     for name in names:
         if name not in _NAMESPACE:
             kinds[name] = "missing"
             continue
         obj = _NAMESPACE[name]
+        if isinstance(obj, types.ModuleType):  # an import: the verifier has its own
+            kinds[name] = "module"
+            continue
         function = isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
                                     functools.partial)) or type(obj).__module__.startswith("numba")
         kinds[name] = "function" if function else "object" if callable(obj) else "value"
@@ -236,27 +241,27 @@ def _serve(rfd: int, wfd: int, shell: Any, results_fd: int = -1) -> None:
                 reply = ("error", "ValueError", f"unknown request {op!r}")
         except Exception as exc:
             reply = ("error", type(exc).__name__, str(exc)[:2000])
-        try:
-            data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception as exc:
-            data = pickle.dumps(("error", "PicklingError",
-                                 f"the result cannot be sent back to the grader: {type(exc).__name__}: {exc}"))
-        write_frame(wfd, data)
+        write_frame(wfd, _as_data(reply))
+
+
+def _as_data(reply: tuple) -> bytes:
+    """``reply`` in the data format, or a ``notdata`` reply saying why it cannot be."""
+    try:
+        return _data.dumps(reply)
+    except Exception as exc:  # NotData, or a value whose own methods raise while read
+        return _data.dumps(("notdata", str(exc)[:2000]))
 
 
 def _dump(outcome: tuple, fh: Any) -> None:
-    try:
-        pickle.dump(outcome, fh, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception as exc:
-        fh.seek(0)
-        fh.truncate()
-        pickle.dump(("error", "PicklingError", f"the result cannot be sent back to the grader: "
-                                               f"{type(exc).__name__}: {exc}"), fh)
+    fh.write(_as_data(outcome))
 
 
 def main(argv: list[str]) -> int:
     rfd, wfd = int(argv[0]), int(argv[1])
     results_fd = int(argv[2]) if len(argv) > 2 else -1
+    from course_lib.timing import steady_allocator
+
+    steady_allocator()  # as in the kernel's compare and the verifier's reference process
     os.environ.setdefault("MPLBACKEND", "Agg")
     from IPython.core.interactiveshell import InteractiveShell
 

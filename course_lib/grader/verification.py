@@ -23,8 +23,9 @@ out of the student's reach:
   stopping tracemalloc inside the call does not hide an allocation;
 - ``assert_scaling`` times the calls by the worker's CPU time read from ``/proc``.
 
-Results come back as pickles read with :func:`course_lib.grader._safe_pickle.loads`, which only
-rebuilds plain data: an object with a lying ``__eq__`` cannot even be received.
+Results come back in the data-only format of :mod:`course_lib.grader._data` (no pickle, so
+nothing the student sends can name a callable for the grader to call): an object with a
+lying ``__eq__`` cannot even be received.
 
 The other test cells run in the verifier too, the student's functions again called in the
 worker, so a rebound ``assert_same`` does not help either.
@@ -53,6 +54,7 @@ import select
 import shutil
 import signal
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -65,7 +67,7 @@ from typing import Any
 
 import nbformat
 
-from course_lib.grader import _safe_pickle
+from course_lib.grader import _data
 from course_lib.grader._student_worker import LAUNCH, read_frame, write_frame
 from course_lib.grader.sandbox import _status_kib  # a field of /proc/PID/status, in KiB
 
@@ -304,11 +306,12 @@ class _Worker:
             raise StudentCodeError(self.dead)
         try:
             write_frame(self._w, message)
-            ready, _, _ = select.select([self._r], [], [], seconds or self.timeout)
-            if not ready:
-                self.kill(f"your code ran past the time limit of {seconds or self.timeout:g} s")
+            limit = seconds or self.timeout
+            reply = _read_reply(self._r, time.monotonic() + limit, _MAX_RESULT_BYTES)
+            if isinstance(reply, str):
+                self.kill(reply if reply != "late" else f"your code ran past the time limit of {limit:g} s")
                 raise StudentCodeError(self.dead)
-            return read_frame(self._r)
+            return reply
         except (EOFError, BrokenPipeError, OSError):
             self.kill("your code ended the worker process (for example os._exit or a crash)")
             raise StudentCodeError(self.dead) from None
@@ -399,7 +402,40 @@ def _drain(fd: int, log: Any, cap: int) -> None:
 # Address space, not resident memory, is what the kernel can cap for a process; NumPy, Numba
 # and the thread pools reserve far more of it than they touch, hence the headroom.
 _ADDRESS_HEADROOM = 3 * 10**9
-_MAX_RESULT_BYTES = 2**31
+_MAX_RESULT_BYTES = 2**29  # 512 MiB: a reply or a batch's results, held in the grader's memory
+_FRAME_HEADER = struct.Struct("!Q")  # as _student_worker writes frames
+
+
+def _read_reply(fd: int, deadline: float, max_bytes: int) -> bytes | str:
+    """One frame from the worker, read by this side's rules; why not (``"late"`` or a reason).
+
+    The worker's own :func:`read_frame` trusts the length it reads; here a length above
+    ``max_bytes`` is refused before anything is read, and the whole frame must arrive by
+    ``deadline``: a worker that announces a terabyte, or sends a frame a byte at a time,
+    gets nothing but a failed call.
+    """
+    header = _read_until(fd, _FRAME_HEADER.size, deadline)
+    if header is None:
+        return "late"
+    (size,) = _FRAME_HEADER.unpack(header)
+    if size > max_bytes:
+        return f"your code sent a reply of {size:,} bytes, more than the grader reads ({max_bytes:,})"
+    body = _read_until(fd, size, deadline)
+    return "late" if body is None else body
+
+
+def _read_until(fd: int, size: int, deadline: float) -> bytes | None:
+    chunks, left = [], size
+    while left:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            return None
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            raise EOFError("the worker closed the pipe")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def _limit_address_space(memory_limit: int) -> None:
@@ -411,13 +447,13 @@ def _limit_address_space(memory_limit: int) -> None:
 
 def _reply(data: bytes) -> Any:
     try:
-        reply = _safe_pickle.loads(data)
-    except _safe_pickle.UnsafePickle as exc:
-        raise _Untransportable(f"your function returned something that is not plain data ({exc})") from None
-    except Exception as exc:
-        raise _Untransportable(f"your function's result could not be read ({type(exc).__name__}: {exc})") from None
-    if not isinstance(reply, tuple) or not reply or reply[0] not in ("ok", "error"):
+        reply = _data.loads(data, max_bytes=_MAX_RESULT_BYTES)
+    except _data.NotData as exc:
+        raise _Untransportable(f"your function's result could not be read ({exc})") from None
+    if not isinstance(reply, tuple) or not reply or reply[0] not in ("ok", "error", "notdata"):
         raise StudentCodeError("the worker sent a malformed reply")
+    if reply[0] == "notdata":
+        raise _Untransportable(f"your function returned something that is not plain data ({reply[1]})")
     if reply[0] == "error":
         raise StudentCodeError(f"your code raised {reply[1]}: {reply[2]}")
     return reply[1]
@@ -554,7 +590,7 @@ def _staged_call(fn: _Remote, args: tuple) -> tuple[float, float, Any]:
 
 
 def _write_seconds(obj: Any) -> float:
-    """What pickling ``obj`` into a memory file costs this process (the worker did the same).
+    """What writing ``obj`` as data into a memory file costs this process (the worker did the same).
 
     CPU time of this thread, not wall time: a preemption of the verifier while it writes
     is not the student's saving, and the subtraction applies to both of the worker's
@@ -564,7 +600,7 @@ def _write_seconds(obj: Any) -> float:
     try:
         with os.fdopen(fd, "wb") as fh:
             t0 = time.thread_time()
-            pickle.dump(("ok", obj), fh, protocol=pickle.HIGHEST_PROTOCOL)
+            fh.write(_data.dumps(("ok", obj)))
             fh.flush()
             return time.thread_time() - t0
     except Exception:  # noqa: BLE001 - nothing to subtract if it cannot be written here either
@@ -679,7 +715,7 @@ class _ReferenceProcess:
         seconds = time.perf_counter() - t0
         seconds = waits.discount(seconds, _cpu_seconds(self.pid) - before, threads)
         size = os.fstat(self.results_fd).st_size
-        outcome = pickle.loads(os.pread(self.results_fd, size, 0))  # the grader's own process
+        outcome = _data.loads(os.pread(self.results_fd, size, 0))  # written as the worker writes
         if answer != b"ok" or outcome[0] != "ok":
             raise RuntimeError(f"the reference failed: {outcome[1:]}")
         return max(seconds - _write_seconds(outcome[1]), 1e-7), outcome[1]
@@ -1032,13 +1068,13 @@ def _judge(job: dict) -> list[dict]:
                      shared=job.get("tmpdir"))
     verdicts: list[dict] = []
     try:
+        ns: dict[str, Any] = {"__name__": "__main__"}
         try:
             worker.load(job["student_cells"])
+            unreadable = _bind_answers(worker, answers, ns)
         except StudentCodeError as exc:
             return [asdict(CellVerdict(c["grade_id"], 0.0, c["points"], f"your code could not be loaded: {exc}"))
                     for c in graded]
-        ns: dict[str, Any] = {"__name__": "__main__"}
-        unreadable = _bind_answers(worker, answers, ns)
         for cell in cells:
             _MEASUREMENTS.clear()
             _RATIOS.clear()
@@ -1088,7 +1124,12 @@ def _bind_answers(worker: _Worker, answers: set[str], ns: dict) -> set[str]:
     Returns the names whose values cannot be brought out of the worker as plain data.
     """
     unreadable = set()
-    for name, kind in worker.request("describe", sorted(answers)).items():
+    described = worker.request("describe", sorted(answers))
+    if not isinstance(described, dict):
+        raise StudentCodeError("the worker sent a malformed reply")
+    for name, kind in described.items():
+        if name not in answers:
+            continue
         if kind == "function":
             ns[name] = _Remote(worker, name)
         elif kind == "object":
@@ -1162,6 +1203,10 @@ def _judge_main() -> int:
     # (where instructor cells may read the notebook's data files by relative path).
     import numpy  # noqa: F401
     import pandas  # noqa: F401
+
+    from course_lib.timing import steady_allocator
+
+    steady_allocator()  # the reference process is forked from here and keeps the setting
 
     from course_lib import complexity, grading, timing  # noqa: F401
 

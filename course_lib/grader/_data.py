@@ -1,0 +1,439 @@
+"""Results from a student's process as data only: no pickle, nothing that names a callable.
+
+A pickle is a program: it names importable functions and the unpickler calls them, so even
+an allow-list of "data" constructors leaves a student a way to run code in the grader (one
+reached ``subprocess.Popen`` through a NumPy submodule). What the student worker sends
+back is therefore written by :func:`dumps` and read by :func:`loads`, a format in which a
+value can only *be* one of a fixed set of kinds:
+
+- ``None``, ``bool``, ``int``, ``float``, ``complex``, ``str``, ``bytes``, ``bytearray``;
+- ``list``, ``tuple``, ``dict``, ``set``, ``frozenset``, ``collections.OrderedDict``,
+  ``Counter`` and ``deque``; ``datetime``'s ``date``, ``time``, ``datetime``,
+  ``timedelta``; ``Decimal`` and ``Fraction``;
+- NumPy arrays and scalars (non-object dtypes as raw bytes; object arrays element by
+  element), pandas ``Series``, ``DataFrame``, ``Index`` (``RangeIndex``, ``MultiIndex``
+  and the rest), ``Categorical``, extension arrays by their dtype's name, ``Timestamp``,
+  ``Timedelta``, ``NaT`` and ``NA``.
+
+The reader builds each kind with a fixed constructor of its own; type names in the data
+are only ever looked up in that table or parsed as dtype strings (``numpy.dtype``,
+``pandas.api.types.pandas_dtype``). Anything else (a class the student defined, a function,
+a subclass of ``list``) cannot be written: the student learns that the result is not plain
+data. The layout: 8 bytes of magic, the length of a JSON tree, the tree, then the raw
+buffers it points to.
+
+Examples
+--------
+>>> import numpy as np
+>>> back = loads(dumps({"total": np.arange(3), "name": ("a", 1.5)}))
+>>> back["total"].tolist(), back["name"]
+([0, 1, 2], ('a', 1.5))
+>>> import os
+>>> dumps(os.getcwd)
+Traceback (most recent call last):
+    ...
+course_lib.grader._data.NotData: a builtin_function_or_method is not plain data
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime as _dt
+import decimal
+import fractions
+import json
+import math
+import struct
+from typing import Any
+
+__all__ = ["NotData", "dumps", "loads"]
+
+_MAGIC = b"MFDATA01"
+_HEAD = struct.Struct("<Q")
+
+
+class NotData(ValueError):
+    """A value that the data format cannot carry, or bytes that are not in it."""
+
+
+def dumps(obj: Any) -> bytes:
+    """``obj`` as bytes of the data format; :class:`NotData` if it is not plain data."""
+    buffers: list[bytes] = []
+    try:
+        tree = _encode(obj, buffers)
+        head = json.dumps({"tree": tree, "sizes": [len(b) for b in buffers]},
+                          separators=(",", ":"), allow_nan=True).encode("utf-8")
+    except RecursionError:
+        raise NotData("the value is nested too deeply") from None
+    except NotData:
+        raise
+    except Exception as exc:  # a value whose parts cannot be read (e.g. an int too long to print)
+        raise NotData(f"the value cannot be written ({type(exc).__name__}: {exc})") from None
+    return b"".join([_MAGIC, _HEAD.pack(len(head)), head, *buffers])
+
+
+def loads(data: bytes, max_bytes: int = 2**31) -> Any:
+    """The value ``data`` holds; :class:`NotData` for anything but well-formed data."""
+    if len(data) > max_bytes:
+        raise NotData(f"the result is {len(data):,} bytes, above the limit of {max_bytes:,}")
+    if data[:len(_MAGIC)] != _MAGIC or len(data) < len(_MAGIC) + _HEAD.size:
+        raise NotData("not in the data format")
+    (size,) = _HEAD.unpack_from(data, len(_MAGIC))
+    start = len(_MAGIC) + _HEAD.size
+    try:
+        head = json.loads(bytes(data[start:start + size]).decode("utf-8"))
+        sizes = head["sizes"]
+        buffers, offset = [], start + size
+        for n in sizes:
+            if not isinstance(n, int) or n < 0 or offset + n > len(data):
+                raise NotData("a buffer runs past the end of the data")
+            buffers.append(memoryview(data)[offset:offset + n])
+            offset += n
+        return _decode(head["tree"], buffers)
+    except NotData:
+        raise
+    except RecursionError:
+        raise NotData("the value is nested too deeply") from None
+    except Exception as exc:  # malformed: whatever went wrong, it is not data
+        raise NotData(f"malformed data ({type(exc).__name__}: {exc})") from None
+
+
+# --- writing -------------------------------------------------------------------------------
+
+def _encode(obj: Any, buffers: list[bytes]) -> Any:
+    kind = type(obj)
+    if obj is None or kind in (bool, str):
+        return obj
+    if kind is int:
+        return obj if abs(obj) < 2**53 else {"int": str(obj)}
+    if kind is float:
+        return obj if math.isfinite(obj) else {"float": repr(obj)}
+    plain = _PLAIN_WRITERS.get(kind)
+    if plain is not None:
+        return plain(obj, buffers)
+    module = getattr(kind, "__module__", "") or ""
+    if module.startswith("numpy"):
+        return _encode_numpy(obj, buffers)
+    if module.startswith("pandas"):
+        return _encode_pandas(obj, buffers)
+    raise NotData(f"a {kind.__name__} is not plain data")
+
+
+def _items(values: Any, buffers: list[bytes]) -> list:
+    return [_encode(v, buffers) for v in values]
+
+
+def _buffer(data: bytes, buffers: list[bytes]) -> int:
+    buffers.append(data)
+    return len(buffers) - 1
+
+
+def _zone(tz: Any) -> Any:
+    if tz is None:
+        return None
+    key = getattr(tz, "key", None)  # zoneinfo.ZoneInfo
+    if isinstance(key, str):
+        return {"zone": key}
+    if isinstance(tz, _dt.timezone):
+        offset = tz.utcoffset(None)
+        return {"offset": [offset.days, offset.seconds, offset.microseconds]}
+    zone = getattr(tz, "zone", None)  # pytz
+    if isinstance(zone, str):
+        return {"zone": zone}
+    raise NotData(f"a time zone of type {type(tz).__name__} is not plain data")
+
+
+_PLAIN_WRITERS: dict[type, Any] = {
+    complex: lambda v, b: {"complex": [repr(v.real), repr(v.imag)]},
+    bytes: lambda v, b: {"bytes": _buffer(bytes(v), b)},
+    bytearray: lambda v, b: {"bytearray": _buffer(bytes(v), b)},
+    list: lambda v, b: {"list": _items(v, b)},
+    tuple: lambda v, b: {"tuple": _items(v, b)},
+    set: lambda v, b: {"set": _items(v, b)},
+    frozenset: lambda v, b: {"frozenset": _items(v, b)},
+    dict: lambda v, b: {"dict": [[_encode(k, b), _encode(x, b)] for k, x in v.items()]},
+    collections.OrderedDict: lambda v, b: {"odict": [[_encode(k, b), _encode(x, b)] for k, x in v.items()]},
+    collections.Counter: lambda v, b: {"counter": [[_encode(k, b), _encode(x, b)] for k, x in v.items()]},
+    collections.deque: lambda v, b: {"deque": [_items(v, b), v.maxlen]},
+    _dt.date: lambda v, b: {"date": v.isoformat()},
+    _dt.time: lambda v, b: {"time": [v.replace(tzinfo=None).isoformat(), _zone(v.tzinfo), v.fold]},
+    _dt.datetime: lambda v, b: {"datetime": [v.replace(tzinfo=None).isoformat(), _zone(v.tzinfo), v.fold]},
+    _dt.timedelta: lambda v, b: {"timedelta": [v.days, v.seconds, v.microseconds]},
+    decimal.Decimal: lambda v, b: {"decimal": str(v)},
+    fractions.Fraction: lambda v, b: {"fraction": [str(v.numerator), str(v.denominator)]},
+}
+
+
+def _encode_numpy(obj: Any, buffers: list[bytes]) -> Any:
+    import numpy as np
+
+    if type(obj) is np.ndarray:
+        return {"ndarray": _array(obj, buffers)}
+    if isinstance(obj, np.generic) and type(obj).__module__ == "numpy" and not isinstance(obj, np.object_):
+        return {"npscalar": _array(np.asarray(obj), buffers)}
+    raise NotData(f"a {type(obj).__name__} is not plain data")
+
+
+def _array(a: Any, buffers: list[bytes]) -> dict:
+    import numpy as np
+
+    if a.dtype.hasobject:
+        if a.dtype != np.dtype(object):
+            raise NotData("a structured array with Python objects in it is not plain data")
+        return {"shape": list(a.shape), "items": _items(a.ravel(order="C").tolist() if a.ndim == 0
+                                                         else list(a.ravel(order="C")), buffers)}
+    dtype = a.dtype.descr if a.dtype.fields is not None else a.dtype.str
+    return {"dtype": dtype, "shape": list(a.shape), "buf": _buffer(np.ascontiguousarray(a).tobytes(), buffers)}
+
+
+def _encode_pandas(obj: Any, buffers: list[bytes]) -> Any:
+    import pandas as pd
+
+    kind = type(obj)
+    if obj is pd.NaT:
+        return {"NaT": None}
+    if obj is pd.NA:
+        return {"NA": None}
+    if kind is pd.Timestamp:
+        return {"timestamp": [int(obj.asm8.view("i8")), obj.unit, _zone(obj.tz)]}
+    if kind is pd.Timedelta:
+        return {"pdtimedelta": [int(obj.asm8.view("i8")), obj.unit]}
+    if kind is pd.Series:
+        return {"series": [_values(obj.array, buffers), _encode(obj.index, buffers), _encode(obj.name, buffers)]}
+    if kind is pd.DataFrame:
+        columns = [_values(obj.iloc[:, i].array, buffers) for i in range(obj.shape[1])]
+        return {"frame": [columns, _encode(obj.index, buffers), _encode(obj.columns, buffers)]}
+    if kind is pd.RangeIndex:
+        return {"range": [obj.start, obj.stop, obj.step, _encode(obj.name, buffers)]}
+    if kind is pd.MultiIndex:
+        return {"multi": [[_encode(level, buffers) for level in obj.levels],
+                          [_array(codes, buffers) for codes in obj.codes], _items(obj.names, buffers)]}
+    if kind in (pd.Index, pd.DatetimeIndex, pd.TimedeltaIndex, pd.CategoricalIndex):
+        return {"index": [_values(obj.array, buffers), _encode(obj.name, buffers)]}
+    if kind is pd.Categorical:
+        return {"values": _values(obj, buffers)}
+    raise NotData(f"a {kind.__name__} is not plain data")
+
+
+def _values(array: Any, buffers: list[bytes]) -> dict:
+    """A Series' or Index's values: a NumPy array, a categorical, or an extension array."""
+    import numpy as np
+    import pandas as pd
+
+    dtype = array.dtype
+    if isinstance(dtype, np.dtype) or type(array) is pd.arrays.NumpyExtensionArray:  # not its subclasses
+        return {"numpy": _array(np.asarray(array), buffers)}
+    if isinstance(dtype, pd.CategoricalDtype):
+        return {"categorical": [_array(np.asarray(array.codes), buffers), _encode(dtype.categories, buffers),
+                                bool(dtype.ordered)]}
+    return {"extension": [str(dtype), _items(list(array), buffers)]}
+
+
+# --- reading -------------------------------------------------------------------------------
+
+def _decode(node: Any, buffers: list) -> Any:
+    if node is None or type(node) in (bool, int, float, str):
+        return node
+    if type(node) is not dict or len(node) != 1:
+        raise NotData("malformed data")
+    ((kind, value),) = node.items()
+    reader = _READERS.get(kind)
+    if reader is None:
+        raise NotData(f"unknown kind {kind!r}")
+    return reader(value, buffers)
+
+
+def _list(value: Any, buffers: list) -> list:
+    if type(value) is not list:
+        raise NotData("malformed data")
+    return [_decode(v, buffers) for v in value]
+
+
+def _pairs(value: Any, buffers: list) -> list[tuple[Any, Any]]:
+    if type(value) is not list or any(type(p) is not list or len(p) != 2 for p in value):
+        raise NotData("malformed data")
+    return [(_decode(k, buffers), _decode(v, buffers)) for k, v in value]
+
+
+def _tz(node: Any) -> Any:
+    if node is None:
+        return None
+    if "zone" in node:
+        import zoneinfo
+
+        return zoneinfo.ZoneInfo(str(node["zone"]))
+    days, seconds, micro = (int(x) for x in node["offset"])
+    return _dt.timezone(_dt.timedelta(days=days, seconds=seconds, microseconds=micro))
+
+
+def _read_array(value: dict, buffers: list) -> Any:
+    import numpy as np
+
+    shape = tuple(int(n) for n in value["shape"])
+    if any(n < 0 for n in shape):
+        raise NotData("malformed data")
+    if "items" in value:
+        items = _list(value["items"], buffers)
+        out = np.empty(shape, dtype=object)
+        if out.size != len(items):
+            raise NotData("malformed data")
+        flat = out.reshape(-1)
+        for i, item in enumerate(items):
+            flat[i] = item
+        return out
+    spec = value["dtype"]
+    dtype = np.dtype([tuple(f) for f in spec] if isinstance(spec, list) else str(spec))
+    if dtype.hasobject:
+        raise NotData("an array of raw bytes cannot hold Python objects")
+    raw = buffers[int(value["buf"])]
+    if len(raw) != math.prod(shape) * dtype.itemsize:
+        raise NotData("an array's bytes do not match its shape")
+    return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+
+
+def _read_values(node: Any, buffers: list) -> Any:
+    import numpy as np
+    import pandas as pd
+    from pandas.api.types import pandas_dtype
+
+    ((kind, value),) = node.items()
+    if kind == "numpy":
+        return _read_array(value, buffers)
+    if kind == "categorical":
+        codes, categories, ordered = value
+        return pd.Categorical.from_codes(_read_array(codes, buffers).astype(np.int64, copy=False),
+                                         dtype=pd.CategoricalDtype(_decode(categories, buffers), bool(ordered)))
+    if kind == "extension":
+        dtype = pandas_dtype(str(value[0]))
+        if isinstance(dtype, np.dtype):
+            raise NotData("malformed data")
+        return pd.array(_list(value[1], buffers), dtype=dtype)
+    raise NotData(f"unknown kind of values {kind!r}")
+
+
+def _read_series(value: list, buffers: list) -> Any:
+    import pandas as pd
+
+    values, index, name = value
+    return _series(_read_values(values, buffers), _decode(index, buffers), _decode(name, buffers))
+
+
+def _series(values: Any, index: Any, name: Any = None) -> Any:
+    import pandas as pd
+
+    # The dtype given, or pandas 3 would read an object array of text as its str dtype.
+    return pd.Series(values, index=index, name=name, dtype=values.dtype, copy=False)
+
+
+def _read_frame(value: list, buffers: list) -> Any:
+    import pandas as pd
+
+    columns, index, names = value
+    index, names = _decode(index, buffers), _decode(names, buffers)
+    data = {i: _series(_read_values(c, buffers), index) for i, c in enumerate(columns)}
+    frame = pd.DataFrame(data, index=index)
+    if frame.shape[1] != len(names):
+        raise NotData("a table's columns do not match their names")
+    frame.columns = names
+    return frame
+
+
+def _read_index(value: list, buffers: list) -> Any:
+    import pandas as pd
+
+    values, name = value
+    values = _read_values(values, buffers)
+    return pd.Index(values, name=_decode(name, buffers), dtype=values.dtype, copy=False)
+
+
+def _read_range(value: list, buffers: list) -> Any:
+    import pandas as pd
+
+    start, stop, step, name = value
+    return pd.RangeIndex(int(start), int(stop), int(step), name=_decode(name, buffers))
+
+
+def _read_multi(value: list, buffers: list) -> Any:
+    import pandas as pd
+
+    levels, codes, names = value
+    return pd.MultiIndex(levels=[_decode(level, buffers) for level in levels],
+                         codes=[_read_array(c, buffers) for c in codes], names=_list(names, buffers))
+
+
+def _read_timestamp(value: list, buffers: list) -> Any:
+    import numpy as np
+    import pandas as pd
+
+    ticks, unit, zone = value
+    stamp = pd.Timestamp(np.datetime64(int(ticks), str(unit)))
+    tz = _tz(zone)
+    return stamp if tz is None else stamp.tz_localize("UTC").tz_convert(tz)
+
+
+def _read_pd_timedelta(value: list, buffers: list) -> Any:
+    import numpy as np
+    import pandas as pd
+
+    ticks, unit = value
+    return pd.Timedelta(np.timedelta64(int(ticks), str(unit)))
+
+
+def _read_numpy_scalar(value: dict, buffers: list) -> Any:
+    array = _read_array(value, buffers)
+    if array.shape != ():
+        raise NotData("malformed data")
+    return array[()]
+
+
+def _read_pandas_constant(name: str) -> Any:
+    import pandas as pd
+
+    return getattr(pd, name)
+
+
+def _read_deque(value: list, buffers: list) -> collections.deque:
+    items, maxlen = value
+    return collections.deque(_list(items, buffers), None if maxlen is None else int(maxlen))
+
+
+def _read_clock(cls: type) -> Any:
+    def read(value: list, buffers: list) -> Any:
+        text, zone, fold = value
+        return cls.fromisoformat(str(text)).replace(tzinfo=_tz(zone), fold=int(fold))
+    return read
+
+
+_READERS: dict[str, Any] = {
+    "int": lambda v, b: int(str(v)),
+    "float": lambda v, b: float(str(v)),
+    "complex": lambda v, b: complex(float(str(v[0])), float(str(v[1]))),
+    "bytes": lambda v, b: bytes(b[int(v)]),
+    "bytearray": lambda v, b: bytearray(b[int(v)]),
+    "list": _list,
+    "tuple": lambda v, b: tuple(_list(v, b)),
+    "set": lambda v, b: set(_list(v, b)),
+    "frozenset": lambda v, b: frozenset(_list(v, b)),
+    "dict": lambda v, b: dict(_pairs(v, b)),
+    "odict": lambda v, b: collections.OrderedDict(_pairs(v, b)),
+    "counter": lambda v, b: collections.Counter(dict(_pairs(v, b))),
+    "deque": _read_deque,
+    "date": lambda v, b: _dt.date.fromisoformat(str(v)),
+    "time": _read_clock(_dt.time),
+    "datetime": _read_clock(_dt.datetime),
+    "timedelta": lambda v, b: _dt.timedelta(days=int(v[0]), seconds=int(v[1]), microseconds=int(v[2])),
+    "decimal": lambda v, b: decimal.Decimal(str(v)),
+    "fraction": lambda v, b: fractions.Fraction(int(str(v[0])), int(str(v[1]))),
+    "ndarray": _read_array,
+    "npscalar": _read_numpy_scalar,
+    "NaT": lambda v, b: _read_pandas_constant("NaT"),
+    "NA": lambda v, b: _read_pandas_constant("NA"),
+    "timestamp": _read_timestamp,
+    "pdtimedelta": _read_pd_timedelta,
+    "series": _read_series,
+    "frame": _read_frame,
+    "range": _read_range,
+    "multi": _read_multi,
+    "index": _read_index,
+    "values": lambda v, b: _read_values(v, b),
+}

@@ -1,0 +1,191 @@
+"""Tests for course_lib.grader._data: results come back as data, and nothing else can come back."""
+
+from __future__ import annotations
+
+import collections
+import datetime
+import decimal
+import fractions
+import json
+import os
+import pickle
+import zoneinfo
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from course_lib.grader._data import NotData, dumps, loads
+from course_lib.grading import assert_same
+
+PARIS = zoneinfo.ZoneInfo("Europe/Paris")
+
+PLAIN = [
+    None, True, 0, -7, 2**80, 1.5, -0.0, float("nan"), float("inf"), "héllo\udcff", b"\x00\xff",
+    bytearray(b"ab"), complex(1, -2),
+    {"a": [1, 2.5, "x", None, True], "b": (1, 2), "c": {3, 4}, "d": frozenset({5})},
+    {1: "int key", (1, "t"): "tuple key", None: 0},
+    collections.OrderedDict([("z", 1), ("a", 2)]), collections.Counter("abracadabra"),
+    collections.deque([1, 2, 3], maxlen=5),
+    datetime.date(2026, 12, 4), datetime.datetime(2026, 12, 3, 8, 0, 0, 123456),
+    datetime.datetime(2026, 10, 25, 2, 30, tzinfo=PARIS, fold=1),
+    datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone(datetime.timedelta(hours=-3, minutes=-30))),
+    datetime.time(23, 59, 1), datetime.timedelta(days=-1, seconds=5, microseconds=7),
+    decimal.Decimal("1.10"), fractions.Fraction(-3, 7),
+    np.arange(12, dtype=np.int32).reshape(3, 4), np.arange(12.0).reshape(3, 4).T,
+    np.array([1.5, np.nan]), np.array([], dtype=np.float32), np.zeros((0, 3)),
+    np.array(["a", "bc"]), np.array([b"x", b"yz"]), np.array([True, False]),
+    np.array(["2026-01-01T00:00", "NaT"], dtype="datetime64[m]"), np.array([5], dtype="timedelta64[ns]"),
+    np.array([(1, 2.5)], dtype=[("a", "<i4"), ("b", "<f8")]),
+    np.array([1, "a", None, (2, 3)], dtype=object), np.array(7.0), np.array([1 + 2j]),
+    np.float64(2.5), np.int8(-3), np.bool_(True), np.datetime64("2026-12-04", "D"), np.str_("s"),
+    pd.Series([1.0, 2.0], index=["x", "y"], name="s"),
+    pd.Series(["a", None, "c"]), pd.Series(["a", "b"], dtype=object),
+    pd.Series([1, None], dtype="Int64"), pd.Series([True, None], dtype="boolean"),
+    pd.Series([0.5, None], dtype="Float64"), pd.Series(["x", None], dtype="string"),
+    pd.DataFrame({"n": [1, 2, 3], "t": ["a", "b", "c"], "f": [0.1, 0.2, 0.3]}),
+    pd.DataFrame({"c": pd.Categorical(["lo", "hi", "lo"], categories=["lo", "hi"], ordered=True)})
+    .set_index(pd.RangeIndex(3, 9, 2)),
+    pd.Series(pd.date_range("2026-01-01", periods=3, freq="D")),
+    pd.Series(pd.date_range("2026-03-28", periods=3, freq="D", tz="Europe/Paris")),
+    pd.Series(pd.to_timedelta([1, 2], unit="s")),
+    pd.DataFrame({"x": [1, 2]}, index=pd.MultiIndex.from_tuples([("a", 1), ("b", 2)], names=["k", "n"])),
+    pd.DataFrame([[1, 2]], columns=["dup", "dup"]),
+    pd.DataFrame({"a": [1.0]}).groupby("a").sum(), pd.DataFrame(),
+    pd.Index([3, 1, 2], name="i"), pd.Index(["a", "b"]), pd.CategoricalIndex(["p", "q", "p"]),
+    pd.DatetimeIndex(["2026-01-01", None]), pd.Categorical(["u", "v"]),
+    pd.Timestamp("2026-12-04 10:00:00.123456789"), pd.Timestamp("2026-12-04", tz="Europe/Paris"),
+    pd.Timestamp("2026-12-04").as_unit("s"), pd.Timedelta(5, "us"), pd.NaT, pd.NA,
+    [np.float64(1.0), pd.Series([1]), {"nested": [np.arange(2)]}],
+]
+
+
+def _same_type_everywhere(a, b):
+    assert type(a) is type(b), (type(a), type(b))
+    if isinstance(a, (np.ndarray, np.generic, pd.Series, pd.Index)):
+        assert a.dtype == b.dtype, (a.dtype, b.dtype)
+    if isinstance(a, pd.DataFrame):
+        assert list(a.dtypes) == list(b.dtypes)
+        assert a.columns.dtype == b.columns.dtype and a.index.dtype == b.index.dtype
+    if isinstance(a, (pd.Series, pd.DataFrame)):
+        assert type(a.index) is type(b.index) and a.index.dtype == b.index.dtype
+    if isinstance(a, (list, tuple)):
+        for x, y in zip(a, b):
+            _same_type_everywhere(x, y)
+
+
+@pytest.mark.parametrize("value", PLAIN, ids=lambda v: type(v).__name__)
+def test_plain_data_comes_back_the_same(value):
+    back = loads(dumps(value))
+    _same_type_everywhere(back, value)
+    if isinstance(value, (bytearray, collections.deque, datetime.time, decimal.Decimal, fractions.Fraction,
+                          collections.OrderedDict, collections.Counter)):  # not kinds assert_same takes
+        assert back == value
+    elif isinstance(value, pd.Categorical):
+        assert list(back) == list(value) and back.dtype == value.dtype
+    else:
+        assert_same(back, value)
+    if isinstance(value, (datetime.datetime, datetime.time)):
+        assert (back.tzinfo, back.fold) == (value.tzinfo, value.fold)
+    if isinstance(value, collections.deque):
+        assert back.maxlen == value.maxlen
+    if isinstance(value, float) and value == 0:
+        assert str(back) == str(value)  # -0.0 stays negative
+
+
+def test_arrays_come_back_writable_and_unshared():
+    data = dumps(np.arange(4))
+    back = loads(data)
+    back[0] = 99  # a read-only view of the bytes would raise here
+    assert loads(data)[0] == 0
+
+
+class _Custom:
+    pass
+
+
+class _MyList(list):
+    pass
+
+
+@pytest.mark.parametrize("make, named", [
+    (lambda: os.getcwd, "builtin_function_or_method"),
+    (lambda: _Custom(), "_Custom"),
+    (lambda: _MyList([1]), "_MyList"),
+    (lambda: (lambda: 1), "function"),
+    (lambda: np.memmap, "type"),
+    (lambda: np.ma.masked_array([1, 2], mask=[0, 1]), "MaskedArray"),
+    (lambda: np.array([1, 2]).view(np.recarray), "recarray"),
+    (lambda: pd.read_csv, "function"),
+    (lambda: [1, {"deep": [open]}], "builtin_function_or_method"),
+    (lambda: collections.defaultdict(list), "defaultdict"),
+    (lambda: np.array([1, os.getcwd], dtype=object), "builtin_function_or_method"),
+    (lambda: pd.Series([1, _Custom()], dtype=object), "_Custom"),
+    (lambda: int("9" * 4000) ** 2, "cannot be written"),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_anything_but_data_cannot_be_written(make, named):
+    with pytest.raises(NotData, match=named):
+        dumps(make())
+
+
+def _forged(tree, buffers=()):
+    head = json.dumps({"tree": tree, "sizes": [len(b) for b in buffers]}).encode()
+    return b"MFDATA01" + len(head).to_bytes(8, "little") + head + b"".join(buffers)
+
+
+@pytest.mark.parametrize("data", [
+    pickle.dumps({"a": 1}),                                           # a pickle is not data
+    b"",
+    b"MFDATA01" + (10**9).to_bytes(8, "little") + b"{}",             # header past the end
+    _forged({"builtins.eval": "1"}),                                   # a name that is no kind
+    _forged({"ndarray": {"dtype": "O", "shape": [1], "buf": 0}}, [b"\x00" * 8]),  # objects as bytes
+    _forged({"ndarray": {"dtype": [["a", "O"]], "shape": [1], "buf": 0}}, [b"\x00" * 8]),
+    _forged({"ndarray": {"dtype": "<f8", "shape": [10**6], "buf": 0}}, [b"\x00" * 8]),  # short buffer
+    _forged({"ndarray": {"dtype": "<f8", "shape": [-1], "buf": 0}}, [b""]),
+    _forged({"series": [{"extension": ["object", []]}, None, None]}),  # an extension dtype that is numpy
+    _forged({"list": {"not": "a list"}}),
+    _forged({"dict": [[1]]}),
+    _forged({"bytes": 3}),
+    _forged({"int": "9" * 5000}),
+    _forged({"timestamp": [0, "ns", {"zone": "../../etc/passwd"}]}),
+    _forged({"a": 1, "b": 2}),
+    _forged([1, 2]),                                                   # a bare JSON list is no kind either
+])
+def test_anything_but_well_formed_data_is_refused(data):
+    with pytest.raises(NotData):
+        loads(data)
+
+
+def test_size_limit():
+    with pytest.raises(NotData, match="above the limit"):
+        loads(dumps(b"x" * 100), max_bytes=50)
+
+
+def test_nested_too_deeply_is_refused_both_ways():
+    deep: list = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(NotData, match="nested too deeply"):
+        dumps(deep)
+    head = ('{"tree":' + '{"list":[' * 100_000 + "null" + "]}" * 100_000 + ',"sizes":[]}').encode()
+    with pytest.raises(NotData):
+        loads(b"MFDATA01" + len(head).to_bytes(8, "little") + head)
+
+
+def test_nothing_is_imported_or_called_by_name(monkeypatch):
+    # The reader's only way to make a value is its own table: no import by a name in the data.
+    import builtins
+
+    real = builtins.__import__
+    asked = []
+
+    def spy(name, *args, **kwargs):
+        asked.append(name)
+        return real(name, *args, **kwargs)
+
+    data = _forged({"tuple": [{"decimal": "1"}, {"ndarray": {"dtype": "<i8", "shape": [1], "buf": 0}}]},
+                   [np.int64(5).tobytes()])
+    monkeypatch.setattr(builtins, "__import__", spy)
+    back = loads(data)
+    assert back[0] == decimal.Decimal(1) and back[1].tolist() == [5]
+    assert set(asked) <= {"numpy", "pandas", "pandas.api.types", "zoneinfo"}
