@@ -282,6 +282,16 @@ os.wait()
 
 """
 
+UNPICKLED = f"/tmp/{MARKER}-unpickled"
+"""The file a pickle sent by sends_a_pickle would create in the grader, were it unpickled."""
+NETWORK_PORT = 47123
+"""The loopback port opens_network tries (tests/test_sandbox_grading.py listens on it)."""
+_IN_WORKER = """import sys
+
+_w = sys.modules.get("course_lib.grader._student_worker")  # set in the verifier's worker only
+if _w is not None:
+"""
+
 HOSTILE: dict[str, dict[str, str]] = {
     # reads the reference solution (relative paths, the course root, a committed symlink)
     # and runs its answers; with nothing found, the answers stay undefined and score 0
@@ -494,6 +504,138 @@ for _pid in [p for p in os.listdir("/proc") if p.isdigit()]:
             print(_pid, _fh.read().replace(b"\\0", b" ")[:2000])
     except OSError:
         pass
+
+""" + FAST,
+        "unknown_ids": UNKNOWN,
+    },
+    # in the verifier's worker: every reply becomes a pickle that, unpickled, would start a
+    # command in the grader (subprocess.Popen reached through a NumPy submodule)
+    "sends_a_pickle": {
+        "count_known": _IN_WORKER + f"""    def _text(s):
+        return b"\\x8c" + bytes([len(s.encode())]) + s.encode()
+
+    _payload = (b"\\x80\\x04" + _text("numpy.testing._private.utils") + _text("subprocess.Popen")
+                + b"\\x93](" + _text("touch") + _text("{UNPICKLED}") + b"e\\x85R.")
+    _w._as_data = lambda reply: _payload
+
+""" + FAST,
+        "unknown_ids": UNKNOWN,
+    },
+    # a slow answer that does its work while the worker receives the inputs (before any
+    # clock starts) and answers the timed calls from that cache
+    "smuggles_into_staging": {
+        "count_known": SLOW + _IN_WORKER + """    _cache, _real = {}, _w.pickle
+
+    class _Loading:
+        @staticmethod
+        def loads(data):
+            obj = _real.loads(data)
+            if isinstance(obj, list) and all(isinstance(a, tuple) and len(a) == 2 for a in obj):
+                for args in obj:
+                    _cache[id(args[1])] = _slow(*args)
+            return obj
+
+        def __getattr__(self, name):
+            return getattr(_real, name)
+
+    _slow = count_known
+
+    def count_known(catalogue, queries):
+        hit = _cache.pop(id(queries), None)
+        return _slow(catalogue, queries) if hit is None else hit
+
+    _w.pickle = _Loading()
+""",
+        "unknown_ids": UNKNOWN,
+    },
+    # a slow answer that answers a timed batch at once and writes the results from a thread
+    # afterwards, hoping they are read after the clock stopped
+    "answers_before_computing": {
+        "count_known": SLOW + _IN_WORKER + """    import threading
+
+    _staged, _write = [None], _w._write_results
+
+    def _run_batch(fn, staged):
+        _staged[0] = (fn, staged)
+        return ("ok", [])
+
+    def _write_results(fd, outcome):
+        fn, staged = _staged[0]
+        threading.Thread(target=lambda: _write(fd, ("ok", [fn(*a) for a in staged])), daemon=True).start()
+
+    _w._run_batch, _w._write_results = _run_batch, _write_results
+""",
+        "unknown_ids": UNKNOWN,
+    },
+    # in the worker, once the answers are loaded: every reply announces a terabyte and
+    # streams zeros, to exhaust the grader's memory
+    "giant_reply": {
+        "count_known": _IN_WORKER + """    import os
+
+    _sent, _plain = [], _w.write_frame
+
+    def _flood(fd, data):
+        _sent.append(1)
+        if len(_sent) == 1:
+            return _plain(fd, data)
+        os.write(fd, _w._HEADER.pack(2**40))
+        while True:
+            os.write(fd, bytes(1 << 20))
+
+    _w.write_frame = _flood
+
+""" + FAST,
+        "unknown_ids": UNKNOWN,
+    },
+    # tries to reach a server on the grader's loopback (a database, another kernel)
+    "opens_network": {
+        "count_known": f"""import socket
+
+for _port in ({NETWORK_PORT}, 5432, 8888):
+    try:
+        with socket.create_connection(("127.0.0.1", _port), timeout=1) as _s:
+            _s.sendall(b"{MARKER}")
+    except OSError as _exc:
+        print("no connection:", _exc)
+
+""" + FAST,
+        "unknown_ids": UNKNOWN,
+    },
+    # plants start-up files for any later Python or IPython it might share a home or a
+    # folder with: IPython startup, sitecustomize, a .pth in the user's site-packages
+    "plants_startup_files": {
+        "count_known": f"""import os
+import site
+import sys
+
+_evil = "print('{MARKER}')\\n"
+_places = [os.path.expanduser("~/.ipython/profile_default/startup/00-evil.py"),
+           os.path.join(site.getusersitepackages(), "evil.pth"),
+           "/tmp/sitecustomize.py", "sitecustomize.py",
+           *[os.path.join(p, "sitecustomize.py") for p in sys.path if p.endswith("site-packages")]]
+for _path in _places:
+    try:
+        os.makedirs(os.path.dirname(_path) or ".", exist_ok=True)
+        with open(_path, "w") as _fh:
+            _fh.write(("import os; " if _path.endswith(".pth") else "") + _evil)
+    except OSError as _exc:
+        print("cannot plant", _path, _exc)
+
+""" + FAST,
+        "unknown_ids": UNKNOWN,
+    },
+    # starts processes until the sandbox refuses more, and leaves them sleeping
+    "fork_bomb": {
+        "count_known": f"""import subprocess
+
+_started = 0
+try:
+    while _started < 5000:
+        subprocess.Popen(["/bin/bash", "-c", "exec -a {MARKER} sleep 120"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _started += 1
+except OSError as _exc:
+    print("stopped after", _started, "processes:", _exc)
 
 """ + FAST,
         "unknown_ids": UNKNOWN,

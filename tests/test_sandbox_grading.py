@@ -74,7 +74,24 @@ EXPECTED = {
     # the grader's processes are not in the sandbox's /proc: nothing to renice or to read
     "renices_others": (10, set()),
     "reads_proc_environ": (10, set()),
+    # in the verifier's worker every reply is a pickle (one that would start a command in
+    # the grader): never unpickled, so the answers cannot even be loaded there; every test
+    # the verifier checks is stored as failed
+    "sends_a_pickle": (0, {"verdict-differs"}),
+    # the work done while the inputs arrived is billed to the batch: a slow answer's 6
+    "smuggles_into_staging": (6, set()),
+    # the results are read while the worker is stopped: none yet, the speed test fails
+    "answers_before_computing": (6, set()),
+    # a terabyte announced: refused unread, the worker killed, every checked test failed
+    "giant_reply": (0, {"verdict-differs"}),
+    "opens_network": (10, set()),
+    "plants_startup_files": (10, set()),
+    # its own processes fill its sandbox's limit: its kernel and worker then cannot start
+    # threads (the speed test is lost); nobody else is touched
+    "fork_bomb": (6, set()),
 }
+_SAMPLES = runpy.run_path(str(ROOT / "examples" / "make_submissions.py"))
+UNPICKLED, NETWORK_PORT = Path(_SAMPLES["UNPICKLED"]), _SAMPLES["NETWORK_PORT"]
 PROTECTED = ("solutions", "assignments", "examples", "nbgrader_config.py")
 """Course paths that nobody edits while the tests run: compared byte for byte."""
 
@@ -122,7 +139,7 @@ def graded(tmp_path_factory):
     base = tmp_path_factory.mktemp("hostile")
     submissions = base / "submissions"
     shutil.copytree(HOSTILE, submissions, symlinks=True)
-    for relative, target in runpy.run_path(str(ROOT / "examples" / "make_submissions.py"))["LOOP_LINKS"].items():
+    for relative, target in _SAMPLES["LOOP_LINKS"].items():
         (submissions / relative).symlink_to(target)
     bystander_sent = (submissions / "bystander" / "example" / "example.ipynb").read_bytes()
     grading = base / "grading"
@@ -131,7 +148,10 @@ def graded(tmp_path_factory):
     args = ["grade", "example", "--submissions", str(submissions), "--grading-dir", str(grading),
             "--timeout", "60", "--memory-limit", "2GB", "--no-progress"]
     out = io.StringIO()
-    with pytest.MonkeyPatch.context() as patch:
+    UNPICKLED.unlink(missing_ok=True)
+    planted = _planted()
+    listener = _Listener(NETWORK_PORT)
+    with listener, pytest.MonkeyPatch.context() as patch:
         patch.setenv("GITHUB_TOKEN", TOKEN)
         patch.setenv("COURSE_DB_URL", f"sqlite:///{grading / 'gradebook.db'}")
         if not _worker_is_sandboxed():
@@ -159,7 +179,61 @@ def graded(tmp_path_factory):
     print(f"\nhostile batch: {len(rows)} submissions graded in {seconds:.1f} s "
           f"(verification {'on' if _worker_is_sandboxed() else 'off: the worker is not sandboxed yet'})")
     return {"grading": grading, "status": status, "stdout": out.getvalue(), "rows": rows, "flags": flags,
-            "before": before, "bystander_sent": bystander_sent, "seconds": seconds, "left": left}
+            "before": before, "bystander_sent": bystander_sent, "seconds": seconds, "left": left,
+            "connections": listener.seen, "planted": _planted() - planted}
+
+
+class _Listener:
+    """A TCP server on the grader's loopback for the time of the batch; records who connected."""
+
+    def __init__(self, port: int) -> None:
+        import socket
+
+        self.seen: list[bytes] = []
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", port))
+        self.sock.listen()
+        self.sock.settimeout(0.2)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, name="tcp-listener", daemon=True)
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(1)
+                with contextlib.suppress(OSError):
+                    self.seen.append(conn.recv(100) or b"(connected)")
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(5)
+        self.sock.close()
+
+
+def _planted() -> set[str]:
+    """Start-up files holding the marker where a later Python or IPython of this machine looks."""
+    import site
+    import sys
+
+    places = [Path.home() / ".ipython", Path(site.getusersitepackages()), Path("/tmp"),
+              *[Path(p) for p in sys.path if p.endswith("site-packages")]]
+    found = set()
+    for place in places:
+        for path in ([*place.glob("sitecustomize.py"), *place.glob("*.pth")] if place.name != ".ipython"
+                     else place.glob("profile_*/startup/*.py")):
+            with contextlib.suppress(OSError):
+                if MARKER in path.read_text(errors="replace"):
+                    found.add(str(path))
+    return found
 
 
 def test_every_hostile_sample_scores_exactly_as_expected(graded):
@@ -194,6 +268,17 @@ def test_the_course_and_the_machine_are_unchanged(graded):
                              capture_output=True, text=True)
     assert tracked.stdout == "", f"course_lib was written to: {tracked.stdout}"
     assert before["hostile"] == [] and _hostile_processes() == [], "a sandboxed process outlived its submission"
+
+
+def test_nothing_sent_back_is_unpickled_and_nothing_reaches_the_network(graded):
+    # sends_a_pickle: a pickle that would create UNPICKLED in the grader when loaded;
+    # opens_network: a connection to this listener on the grader's loopback
+    assert not UNPICKLED.exists()
+    assert graded["connections"] == []
+
+
+def test_no_start_up_file_is_planted_outside_the_sandbox(graded):
+    assert graded["planted"] == set()
 
 
 def test_grading_leaves_no_thread_behind(graded):
