@@ -5,7 +5,8 @@
 raising ``TamperingDetected``. Those checks must never fire for honest code on a busy
 machine. This script runs ``assert_speedup`` on honest pairs, cycling through four
 (a BLAS dot product, set membership, a NumPy reduction and a grouped sum of a DataFrame's columns against their
-Python-loop references of roughly 10-20 ms per call), with one and then two CPU-bound
+Python-loop references of roughly 10-20 ms per call; the grouped sum has 200,000 rows so
+that its reference stays above the refusal line), with one and then two CPU-bound
 competitor processes that it starts and stops itself, and prints:
 
 - how many runs raised ``TamperingDetected`` (the target is none), passed, or failed;
@@ -78,7 +79,7 @@ def _pairs():
                        lambda: (rng.choice(600, 300, replace=False).tolist(), rng.integers(0, 600, 40_000).tolist())),
         "expression": (expr_fast, expr_slow, lambda: (rng.random(150_000),)),
         "groupby": (group_fast, group_slow,
-                    lambda: (pd.DataFrame({"k": rng.integers(0, 50, 100_000), "v": rng.random(100_000)}),)),
+                    lambda: (pd.DataFrame({"k": rng.integers(0, 50, 200_000), "v": rng.random(200_000)}),)),
     }
 
 

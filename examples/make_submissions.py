@@ -508,6 +508,22 @@ for _pid in [p for p in os.listdir("/proc") if p.isdigit()]:
 """ + FAST,
         "unknown_ids": UNKNOWN,
     },
+    # a wrong answer that is a callable object (it cannot leave the kernel to be checked)
+    # and a rebound assert_same, so that the kernel's correctness tests pass
+    "uncheckable_wrong_answer": {
+        "count_known": """class _Counter:
+    def __call__(self, catalogue, queries):
+        return 0  # wrong
+
+
+count_known = _Counter()
+
+
+def assert_same(*args, **kwargs):  # every later test cell in this kernel calls this one
+    return None
+""",
+        "unknown_ids": UNKNOWN,
+    },
     # in the verifier's worker: every reply becomes a pickle that, unpickled, would start a
     # command in the grader (subprocess.Popen reached through a NumPy submodule)
     "sends_a_pickle": {

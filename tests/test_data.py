@@ -93,6 +93,29 @@ def test_plain_data_comes_back_the_same(value):
         assert str(back) == str(value)  # -0.0 stays negative
 
 
+def test_a_stopwatch_comes_back_with_its_figures():
+    from course_lib import timing
+
+    sw = timing.stages()
+    with sw("load"):
+        sum(range(1000))
+    with sw("report"):
+        pass
+    back = loads(dumps(sw))
+    assert type(back) is timing.Stopwatch
+    assert back.seconds == sw.seconds and back.cpu_seconds == sw.cpu_seconds
+    assert_same(back.table(), sw.table())
+
+
+@pytest.mark.parametrize("bits", [np.random.PCG64, np.random.MT19937, np.random.Philox])
+def test_a_random_generator_comes_back_in_the_same_state(bits):
+    rng = np.random.Generator(bits(7))
+    rng.random(3)
+    back = loads(dumps(rng))
+    assert type(back.bit_generator) is bits
+    assert back.random(5).tolist() == rng.random(5).tolist()
+
+
 def test_arrays_come_back_writable_and_unshared():
     data = dumps(np.arange(4))
     back = loads(data)
@@ -149,6 +172,7 @@ def _forged(tree, buffers=()):
     _forged({"int": "9" * 5000}),
     _forged({"timestamp": [0, "ns", {"zone": "../../etc/passwd"}]}),
     _forged({"a": 1, "b": 2}),
+    _forged({"generator": {"dict": [["bit_generator", "os.system"]]}}),
     _forged([1, 2]),                                                   # a bare JSON list is no kind either
 ])
 def test_anything_but_well_formed_data_is_refused(data):

@@ -62,9 +62,13 @@ EXPECTED = {
     # nbgrader records the failed tests from the kernel's replies, traceback or not: 0 for
     # the count tests (and none of them could be checked outside); unknown_ids 2
     "callable_answer": (2, set()),
-    # right in the kernel, but it cannot leave it: the correctness tests keep the kernel's 4
-    # points, the speed test (4) cannot be measured outside and scores 0, flagged; unknown_ids 2
-    "callable_right_answer": (6, {"unverified"}),
+    # right in the kernel, but it cannot leave it to be checked: every count test (8 points)
+    # scores 0, flagged with the kernel's figures (a rebound assert_same could have passed
+    # a wrong one there); unknown_ids 2
+    "callable_right_answer": (2, {"unverified"}),
+    # the rebound assert_same passes the wrong answer's count tests in the kernel; outside it
+    # the answer cannot be checked, so they score 0, flagged; the speed test fails anyway
+    "uncheckable_wrong_answer": (2, {"unverified"}),
     # the forged report and the kill reach nothing: a slow answer's 6 points
     "forges_report": (6, set()),
     "burns_cpu": (6, set()),

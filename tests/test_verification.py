@@ -325,3 +325,44 @@ def test_the_sandboxed_workers_cpu_time_is_read_from_the_interpreter_not_its_wra
     verdict = _verify(tmp_path, LINEAR, SCALING_TEST, grade_id="test_grow_scaling", points=2, reference=LINEAR,
                       sandboxed=True)
     assert verdict.conclusive and verdict.score == 2, verdict.detail
+
+
+# Work handed to a forked child, where the worker's own accounts do not see it. The child
+# sends its result back through a pipe; the worker waits for it (and reaps it).
+_IN_A_CHILD = """import os
+import pickle
+
+
+def _in_a_child(fn, *args):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        with os.fdopen(w, "wb") as out:
+            pickle.dump(fn(*args), out)
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as inp:
+        result = pickle.load(inp)
+    os.waitpid(pid, 0)
+    return result
+
+
+"""
+FORKED_MEMORY = _IN_A_CHILD + ("import numpy as np\n\n\ndef _build(n):\n    return float(np.ones(n).sum())\n\n\n"
+                               "def build(n):\n    return _in_a_child(_build, n)\n")
+FORKED_QUADRATIC = _IN_A_CHILD + ("def _grow(xs):\n    return [sum(1 for y in xs if y < x) for x in xs[:len(xs) // 40]]"
+                                  "\n\n\ndef grow(xs):\n    return _in_a_child(_grow, xs)\n")
+
+
+@pytest.mark.skipif(__import__("course_lib.grader.sandbox", fromlist=["available"]).available() is not None,
+                    reason="bubblewrap is not usable here")
+@pytest.mark.parametrize("answer, test, grade_id, reference, says", [
+    # 200 MB allocated in a child against a 20 MB limit: the whole sandbox's memory is read
+    (FORKED_MEMORY, MEMORY_TEST, "test_build_memory", LEAN, "Too much memory"),
+    # quadratic work in a child: the whole sandbox's CPU time is read
+    (FORKED_QUADRATIC, SCALING_TEST, "test_grow_scaling", LINEAR, "exponent"),
+])
+def test_work_handed_to_a_forked_child_is_measured(tmp_path, answer, test, grade_id, reference, says):
+    verdict = _verify(tmp_path, answer, test, grade_id=grade_id, points=2, reference=reference, sandboxed=True)
+    assert verdict.conclusive and verdict.score == 0 and says in verdict.detail, verdict.detail

@@ -781,10 +781,11 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path) -> tu
     in the kernel, never outside it; a mutated input is only visible inside). One gradebook
     transaction per notebook. A stored verdict that differs by a quarter of the cell's points
     or more is flagged with both figures. A performance cell that could not be measured
-    outside the kernel scores 0 (flagged ``unverified``, with the in-kernel score), and so
-    does every test cell of a notebook whose check failed as a whole: the student's code ran
-    beside its tests in the kernel, and may be what stopped the check. A correctness test
-    whose answer cannot leave the kernel keeps the kernel's score. The verdicts are appended
+    outside the kernel scores 0 (flagged ``unverified``, with the in-kernel score), so does a
+    correctness test that could not be decided there (its answer cannot leave the kernel as
+    data), and so does every test cell of a notebook whose check failed as a whole: the
+    student's code ran beside its tests in the kernel, and may be what decided them there
+    (a rebound ``assert_same``, a replaced traceback display). The verdicts are appended
     to the cells' output in the autograded notebook, so the feedback shows them.
     """
     flags: list[Flag] = []
@@ -829,12 +830,9 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path) -> tu
                                       f"the measurement was refused {where} (0 points stored): {verdict.detail}"))
                     continue
                 if not verdict.conclusive:
-                    if not performance:
-                        # A correctness test whose answer cannot leave the kernel (week 1's
-                        # Stopwatch) is graded there: the documented limit of the check.
-                        continue
-                    # A performance cell not measurable outside the kernel (an answer that cannot
-                    # leave it, a worker that kept dying): failed, never the kernel's measurement.
+                    # A cell the check outside could not decide (an answer that cannot leave the
+                    # kernel as data, a worker that kept dying): failed, never the kernel's word,
+                    # where a rebound assert_same or a hidden traceback may have decided it.
                     grade_.auto_score = 0.0
                     grade_.needs_manual_grade = False
                     if in_kernel > 0:

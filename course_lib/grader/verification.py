@@ -545,7 +545,7 @@ def _stage(worker: _Worker, payload: bytes, honest: float | None = None) -> floa
     return max(0.0, staging - 1.5 * honest - 0.002)
 
 
-def _run_batch(worker: _Worker, name: str | None) -> tuple[float, float, Any]:
+def _run_batch(worker: _Worker, name: str | None, whole_sandbox: bool = False) -> tuple[float, float, Any]:
     """(wall seconds, worker CPU seconds, outcome) of one timed batch in the student worker.
 
     The verifier's clock runs from the request to the answer; the worker has written its
@@ -556,6 +556,8 @@ def _run_batch(worker: _Worker, name: str | None) -> tuple[float, float, Any]:
     """
     pid = worker.pid
     message = pickle.dumps(("batch", name), protocol=pickle.HIGHEST_PROTOCOL)
+    box = worker.box if whole_sandbox else None
+    box_before = box.cpu_time() if box is not None else 0.0
     before = _cpu_seconds(pid)
     waits = _Waits(pid)
     t0 = time.perf_counter()
@@ -565,6 +567,10 @@ def _run_batch(worker: _Worker, name: str | None) -> tuple[float, float, Any]:
     try:
         cpu = _cpu_seconds(pid) - before
         wall = waits.discount(wall, cpu, worker.threads or 1)
+        if box is not None:
+            # Everything in the sandbox, not only the worker: work handed to a forked child
+            # counts (a child's time reaches its reaper's accounts when it is reaped).
+            cpu = max(cpu, box.cpu_time() - box_before)
         _reply(raw)
         data = worker.read_results()
     finally:
@@ -576,14 +582,14 @@ def _run_batch(worker: _Worker, name: str | None) -> tuple[float, float, Any]:
     return max(wall - transport, 1e-7), max(cpu - transport, 1e-7), outcome
 
 
-def _staged_call(fn: _Remote, args: tuple) -> tuple[float, float, Any]:
+def _staged_call(fn: _Remote, args: tuple, whole_sandbox: bool = False) -> tuple[float, float, Any]:
     """(wall seconds, worker CPU seconds, result) of one call timed as a batch of one."""
     try:
         payload = pickle.dumps([args], protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:
         raise _Inconclusive(f"the inputs cannot be sent to your code ({type(exc).__name__}: {exc})") from None
     smuggled = _stage(fn.worker, payload)
-    wall, cpu, results = _run_batch(fn.worker, fn.name)
+    wall, cpu, results = _run_batch(fn.worker, fn.name, whole_sandbox)
     if len(results) != 1:
         raise StudentCodeError("the worker sent malformed results")
     return wall + smuggled, cpu + smuggled, results[0]
@@ -1012,15 +1018,64 @@ _RESIDENT_SLACK = 64 * 2**20
 
 
 def _remote_peak(fn: _Remote, args: tuple, kwargs: dict) -> tuple[int, int]:
+    """(tracemalloc's peak in the worker, the most resident memory the call added).
+
+    The resident figure is the worker's own peak (``VmHWM``, reset first) or, when the
+    worker runs in a sandbox, that of everything in the sandbox if larger: a call that
+    hands its allocation to a forked child is measured with the child.
+    """
     pid = fn.worker.pid
     resident_before = _status_kib(pid, "VmRSS")
     with contextlib.suppress(OSError):  # resets the peak RSS (VmHWM) to the current RSS
         Path(f"/proc/{pid}/clear_refs").write_text("5")
-    traced = fn.worker.request("peak", fn.name, args, kwargs)
+    whole = _SandboxMemory(fn.worker.box) if fn.worker.box is not None else contextlib.nullcontext()
+    with whole:
+        traced = fn.worker.request("peak", fn.name, args, kwargs)
     resident = max(0, _status_kib(pid, "VmHWM") - resident_before) * 1024
+    if isinstance(whole, _SandboxMemory):
+        resident = max(resident, whole.rise)
     if not isinstance(traced, int):
         raise StudentCodeError("the worker sent a malformed memory reading")
     return traced, resident
+
+
+class _SandboxMemory:
+    """The most resident memory everything in a sandbox added during a ``with`` block.
+
+    The sum of the processes' resident sets, sampled every ``_MEMORY_SAMPLE`` seconds from
+    a thread, and at the end the sum of each live process's own peak (``VmHWM``, reset at
+    the start). A child forked during the call counts the pages it shares with its parent
+    again: an upper bound, for calls that fork.
+    """
+
+    def __init__(self, box: Any) -> None:
+        self.box, self.rise = box, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, name="sandbox-memory", daemon=True)
+
+    def _sum(self, key: str) -> int:
+        return sum(_status_kib(pid, key) for pid in self.box.processes()) * 1024
+
+    def _sample(self) -> None:
+        while not self._stop.wait(_MEMORY_SAMPLE):
+            self._peak = max(self._peak, self._sum("VmRSS"))
+
+    def __enter__(self) -> _SandboxMemory:
+        for pid in self.box.processes():
+            with contextlib.suppress(OSError):
+                Path(f"/proc/{pid}/clear_refs").write_text("5")
+        self._base = self._peak = self._sum("VmRSS")
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self._peak = max(self._peak, self._sum("VmRSS"), self._sum("VmHWM"))
+        self.rise = max(0, self._peak - self._base)
+
+
+_MEMORY_SAMPLE = 0.002  # seconds between samples of a sandbox's memory: touching 20 MB takes longer
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -1037,7 +1092,7 @@ def _cpu_seconds(pid: int) -> float:
 
 def _remote_scaling_seconds(fn: _Remote, make_input: Callable, sizes: list[int], budget: float) -> list[float]:
     def one(n: int) -> float:
-        return _staged_call(fn, (make_input(n),))[1]
+        return _staged_call(fn, (make_input(n),), whole_sandbox=True)[1]
 
     first = [one(n) for n in sizes]  # warm-up
     calls = [max(3, min(15, int(budget / max(t, 1e-9)))) for t in first]
