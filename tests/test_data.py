@@ -213,3 +213,13 @@ def test_nothing_is_imported_or_called_by_name(monkeypatch):
     back = loads(data)
     assert back[0] == decimal.Decimal(1) and back[1].tolist() == [5]
     assert set(asked) <= {"numpy", "pandas", "pandas.api.types", "zoneinfo"}
+
+
+def test_a_comparison_comes_back_with_its_figures():
+    from course_lib import timing
+
+    c = timing.compare(sorted, sorted, args=(list(range(500)),), budget=0.02, min_round=0.001)
+    back = loads(dumps(c))
+    assert type(back) is timing.Comparison and back == c
+    with pytest.raises(NotData):
+        loads(_forged({"comparison": {"dict": [["ratio", 1.0]]}}))

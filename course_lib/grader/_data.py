@@ -14,7 +14,8 @@ value can only *be* one of a fixed set of kinds:
   element) and random generators (by their state), pandas ``Series``, ``DataFrame``, ``Index`` (``RangeIndex``, ``MultiIndex``
   and the rest), ``Categorical``, extension arrays by their dtype's name, ``Timestamp``,
   ``Timedelta``, ``NaT`` and ``NA``;
-- ``course_lib.timing.Stopwatch`` (its stage figures), which week 1's answers return.
+- ``course_lib.timing.Stopwatch`` (its stage figures) and ``Comparison`` (its fields),
+  which weeks 1 and 2 return.
 
 The reader builds each kind with a fixed constructor of its own; type names in the data
 are only ever looked up in that table or parsed as dtype strings (``numpy.dtype``,
@@ -115,6 +116,8 @@ def _encode(obj: Any, buffers: list[bytes]) -> Any:
     module = getattr(kind, "__module__", "") or ""
     if kind is _stopwatch_class():
         return _encode_stopwatch(obj, buffers)
+    if kind is _course_class("Comparison"):
+        return {"comparison": _encode({f.name: getattr(obj, f.name) for f in _fields(obj)}, buffers)}
     if module.startswith("numpy"):
         return _encode_numpy(obj, buffers)
     if module.startswith("pandas"):
@@ -168,10 +171,40 @@ _PLAIN_WRITERS: dict[type, Any] = {
 
 
 def _stopwatch_class() -> type | None:
+    return _course_class("Stopwatch")
+
+
+def _course_class(name: str) -> type | None:
+    """A class of course_lib.timing if that module is loaded (a student's result can only be
+    one of its objects then)."""
     import sys
 
     timing = sys.modules.get("course_lib.timing")
-    return None if timing is None else timing.Stopwatch
+    return None if timing is None else getattr(timing, name, None)
+
+
+def _fields(obj: Any) -> tuple:
+    import dataclasses
+
+    return dataclasses.fields(obj)
+
+
+def _read_comparison(value: Any, buffers: list) -> Any:
+    from course_lib import timing
+
+    fields = _decode(value, buffers)
+    names = {f.name for f in _fields_of(timing.Comparison)}
+    if not isinstance(fields, dict) or set(fields) != names:
+        raise NotData("malformed data")
+    for name in ("ratios", "baseline_times", "candidate_times"):
+        fields[name] = tuple(float(x) for x in fields[name])
+    return timing.Comparison(**fields)
+
+
+def _fields_of(cls: type) -> tuple:
+    import dataclasses
+
+    return dataclasses.fields(cls)
 
 
 def _encode_stopwatch(obj: Any, buffers: list[bytes]) -> Any:
@@ -483,5 +516,6 @@ _READERS: dict[str, Any] = {
     "index": _read_index,
     "values": lambda v, b: _read_values(v, b),
     "stopwatch": _read_stopwatch,
+    "comparison": _read_comparison,
     "generator": _read_generator,
 }

@@ -782,8 +782,9 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path) -> tu
     transaction per notebook. A stored verdict that differs by a quarter of the cell's points
     or more is flagged with both figures. A performance cell that could not be measured
     outside the kernel scores 0 (flagged ``unverified``, with the in-kernel score), so does a
-    correctness test that could not be decided there (its answer cannot leave the kernel as
-    data), and so does every test cell of a notebook whose check failed as a whole: the
+    correctness test that could not be decided there because the student's answer is not
+    plain data (a callable object, an instance of the student's class), and so does every
+    test cell of a notebook whose check failed as a whole: the
     student's code ran beside its tests in the kernel, and may be what decided them there
     (a rebound ``assert_same``, a replaced traceback display). The verdicts are appended
     to the cells' output in the autograded notebook, so the feedback shows them.
@@ -830,8 +831,13 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path) -> tu
                                       f"the measurement was refused {where} (0 points stored): {verdict.detail}"))
                     continue
                 if not verdict.conclusive:
-                    # A cell the check outside could not decide (an answer that cannot leave the
-                    # kernel as data, a worker that kept dying): failed, never the kernel's word,
+                    if not performance and not verdict.not_data:
+                        # A correctness test the check outside cannot run as written (it hands
+                        # the student's function one of its own functions, as week 2's do) is
+                        # graded in the kernel: a documented limit of the assignment's design.
+                        continue
+                    # A performance cell not measurable outside the kernel, or a test whose answer
+                    # the student made something other than data: failed, never the kernel's word,
                     # where a rebound assert_same or a hidden traceback may have decided it.
                     grade_.auto_score = 0.0
                     grade_.needs_manual_grade = False

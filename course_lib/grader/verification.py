@@ -100,6 +100,9 @@ class CellVerdict:
     """The speed-up measured outside the kernel (speed cells), else None."""
     refused: bool = False
     """The measurement was refused (``UnreliableMeasurement``): stored as 0, flagged ``unreliable``."""
+    not_data: bool = False
+    """Inconclusive because the student's answer (a value, or what a function returned) is
+    not plain data and so cannot be checked outside the kernel: the student's doing."""
 
 
 def is_performance_cell(grade_id: str | None) -> bool:
@@ -569,8 +572,12 @@ def _run_batch(worker: _Worker, name: str | None, whole_sandbox: bool = False) -
         wall = waits.discount(wall, cpu, worker.threads or 1)
         if box is not None:
             # Everything in the sandbox, not only the worker: work handed to a forked child
-            # counts (a child's time reaches its reaper's accounts when it is reaped).
-            cpu = max(cpu, box.cpu_time() - box_before)
+            # counts (a child's time reaches its reaper's accounts when it is reaped). Without
+            # a cgroup those accounts tick every 10 ms, so less than two ticks more than the
+            # worker's own (ns) figure is rounding, not a child.
+            whole = box.cpu_time() - box_before
+            if whole - cpu > _CHILD_CPU_SLACK:
+                cpu = whole
         _reply(raw)
         data = worker.read_results()
     finally:
@@ -1075,6 +1082,7 @@ class _SandboxMemory:
         self.rise = max(0, self._peak - self._base)
 
 
+_CHILD_CPU_SLACK = 0.02  # seconds: two clock ticks of /proc/PID/stat
 _MEMORY_SAMPLE = 0.002  # seconds between samples of a sandbox's memory: touching 20 MB takes longer
 
 
@@ -1145,13 +1153,14 @@ def _judge(job: dict) -> list[dict]:
             grade_id, points = cell["grade_id"], cell["points"]
             perf = is_performance_cell(grade_id)
             blocked = _names(cell["source"])[0] & unreadable
-            refused = False
+            refused = not_data = False
             try:
                 if worker.dead and worker.restarts < _MAX_RESTARTS:
                     worker.restart()
                 if worker.dead:
                     raise _Inconclusive(f"the worker was restarted {worker.restarts} times already")
                 if blocked:
+                    not_data = True
                     raise _Inconclusive(f"{', '.join(sorted(blocked))} cannot be brought out of your "
                                         "kernel to be checked")
                 with _quiet():
@@ -1166,6 +1175,7 @@ def _judge(job: dict) -> list[dict]:
                 outcome = (0.0, f"could not be verified: {exc}", False)
             except _Untransportable as exc:
                 outcome = (0.0, str(exc), perf)
+                not_data = True
             except NameError as exc:
                 name = getattr(exc, "name", None)
                 outcome = ((0.0, f"{name} is not defined in your notebook", True) if name in answers
@@ -1176,7 +1186,8 @@ def _judge(job: dict) -> list[dict]:
                 parts = [] if outcome[1] == "passed" and _MEASUREMENTS else [outcome[1]]
                 detail = "; ".join(parts + [m for m in _MEASUREMENTS if m not in outcome[1]])
                 verdicts.append(asdict(CellVerdict(grade_id, min(points, max(0.0, outcome[0])), points, detail,
-                                                   outcome[2], _RATIOS[-1] if _RATIOS else None, refused)))
+                                                   outcome[2], _RATIOS[-1] if _RATIOS else None, refused,
+                                                   not_data and not outcome[2])))
     finally:
         worker.close()
     return verdicts
