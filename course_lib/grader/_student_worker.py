@@ -35,9 +35,11 @@ import functools
 import gc
 import os
 import pickle
+import select
 import signal
 import struct
 import sys
+import time
 import traceback
 import types
 from typing import Any
@@ -79,9 +81,14 @@ def write_frame(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _read_exactly(fd: int, size: int) -> bytes:
+def _read_exactly(fd: int, size: int, deadline: float | None = None) -> bytes | None:
+    """``size`` bytes from ``fd``; None if ``deadline`` (``time.monotonic``) passes first."""
     chunks, left = [], size
     while left:
+        if deadline is not None:
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                return None
         chunk = os.read(fd, min(left, 1 << 20))
         if not chunk:
             raise EOFError("the other side closed the pipe")
