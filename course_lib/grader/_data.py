@@ -40,6 +40,7 @@ course_lib.grader._data.NotData: a builtin_function_or_method is not plain data
 from __future__ import annotations
 
 import collections
+import dataclasses
 import datetime as _dt
 import decimal
 import fractions
@@ -48,7 +49,7 @@ import math
 import struct
 from typing import Any
 
-__all__ = ["NotData", "dumps", "loads"]
+__all__ = ["NotData", "dumps", "is_course_data", "loads"]
 
 _MAGIC = b"MFDATA01"
 _HEAD = struct.Struct("<Q")
@@ -114,10 +115,10 @@ def _encode(obj: Any, buffers: list[bytes]) -> Any:
     if plain is not None:
         return plain(obj, buffers)
     module = getattr(kind, "__module__", "") or ""
-    if kind is _stopwatch_class():
+    if kind is _course_class("Stopwatch"):
         return _encode_stopwatch(obj, buffers)
     if kind is _course_class("Comparison"):
-        return {"comparison": _encode({f.name: getattr(obj, f.name) for f in _fields(obj)}, buffers)}
+        return {"comparison": _encode({f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}, buffers)}
     if module.startswith("numpy"):
         return _encode_numpy(obj, buffers)
     if module.startswith("pandas"):
@@ -188,10 +189,6 @@ _PLAIN_WRITERS: dict[type, Any] = {
 }
 
 
-def _stopwatch_class() -> type | None:
-    return _course_class("Stopwatch")
-
-
 def _course_class(name: str) -> type | None:
     """A class of course_lib.timing if that module is loaded (a student's result can only be
     one of its objects then)."""
@@ -201,28 +198,21 @@ def _course_class(name: str) -> type | None:
     return None if timing is None else getattr(timing, name, None)
 
 
-def _fields(obj: Any) -> tuple:
-    import dataclasses
-
-    return dataclasses.fields(obj)
+def is_course_data(obj: Any) -> bool:
+    """Whether ``obj`` is one of course_lib's objects that travel as data (callable or not)."""
+    return type(obj) in (_course_class("Stopwatch"), _course_class("Comparison"))
 
 
 def _read_comparison(value: Any, buffers: list) -> Any:
     from course_lib import timing
 
     fields = _decode(value, buffers)
-    names = {f.name for f in _fields_of(timing.Comparison)}
+    names = {f.name for f in dataclasses.fields(timing.Comparison)}
     if not isinstance(fields, dict) or set(fields) != names:
         raise NotData("malformed data")
     for name in ("ratios", "baseline_times", "candidate_times"):
         fields[name] = tuple(float(x) for x in fields[name])
     return timing.Comparison(**fields)
-
-
-def _fields_of(cls: type) -> tuple:
-    import dataclasses
-
-    return dataclasses.fields(cls)
 
 
 def _encode_stopwatch(obj: Any, buffers: list[bytes]) -> Any:

@@ -136,9 +136,8 @@ def _describe(names: list[str]) -> dict[str, str]:
         function = isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
                                     functools.partial)) or type(obj).__module__.startswith("numba")
         # A callable that is data all the same (course_lib's Stopwatch) is copied out as data.
-        timing = sys.modules.get("course_lib.timing")
-        data = type(obj) in (getattr(timing, "Stopwatch", None), getattr(timing, "Comparison", None))
-        kinds[name] = "function" if function else "object" if callable(obj) and not data else "value"
+        kinds[name] = ("function" if function else "object" if callable(obj) and not _data.is_course_data(obj)
+                       else "value")
     return kinds
 
 

@@ -54,7 +54,6 @@ import select
 import shutil
 import signal
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
@@ -68,7 +67,7 @@ from typing import Any
 import nbformat
 
 from course_lib.grader import _data
-from course_lib.grader._student_worker import LAUNCH, _read_exactly, read_frame, write_frame
+from course_lib.grader._student_worker import _HEADER, LAUNCH, _read_exactly, read_frame, write_frame
 from course_lib.grader.sandbox import _status_kib  # a field of /proc/PID/status, in KiB
 
 __all__ = ["CellVerdict", "is_performance_cell", "verify_notebook", "PERFORMANCE_SUFFIXES"]
@@ -406,7 +405,6 @@ def _drain(fd: int, log: Any, cap: int) -> None:
 # and the thread pools reserve far more of it than they touch, hence the headroom.
 _ADDRESS_HEADROOM = 3 * 10**9
 _MAX_RESULT_BYTES = 2**29  # 512 MiB: a reply or a batch's results, held in the grader's memory
-_FRAME_HEADER = struct.Struct("!Q")  # as _student_worker writes frames
 
 
 def _read_reply(fd: int, deadline: float, max_bytes: int) -> bytes | str:
@@ -417,10 +415,10 @@ def _read_reply(fd: int, deadline: float, max_bytes: int) -> bytes | str:
     ``deadline``: a worker that announces a terabyte, or sends a frame a byte at a time,
     gets nothing but a failed call.
     """
-    header = _read_exactly(fd, _FRAME_HEADER.size, deadline)
+    header = _read_exactly(fd, _HEADER.size, deadline)
     if header is None:
         return "late"
-    (size,) = _FRAME_HEADER.unpack(header)
+    (size,) = _HEADER.unpack(header)
     if size > max_bytes:
         return f"your code sent a reply of {size:,} bytes, more than the grader reads ({max_bytes:,})"
     body = _read_exactly(fd, size, deadline)
