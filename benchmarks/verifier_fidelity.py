@@ -154,9 +154,9 @@ def _burn(stop) -> None:
         sum(i * i for i in range(10_000))
 
 
-def run(names: list[str], reps: int) -> dict:
+def run(names: list[str], reps: int, conditions: tuple[str, ...] = ("quiet", "busy")) -> dict:
     results: dict = {}
-    for condition in ("quiet", "busy"):
+    for condition in conditions:
         stop = multiprocessing.Event()
         competitor = None
         if condition == "busy":
@@ -213,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--quick", action="store_true", help="3 repeats")
     parser.add_argument("--pairs", default=",".join(PAIRS))
+    parser.add_argument("--conditions", default="quiet,busy", help="quiet, busy or both (default)")
     parser.add_argument("--json", help="also write the raw figures here")
     args = parser.parse_args(argv)
     reps = 3 if args.quick else args.reps
@@ -224,7 +225,10 @@ def main(argv: list[str] | None = None) -> int:
 
     print(timing.format_environment(), flush=True)
     print(f"{reps} repeats per pair and condition; columns: min median max\n", flush=True)
-    results = run(names, reps)
+    conditions = tuple(c for c in args.conditions.split(",") if c)
+    if not conditions or set(conditions) - {"quiet", "busy"}:
+        parser.error("--conditions takes quiet, busy or quiet,busy")
+    results = run(names, reps, conditions)
     print()
     for line in verdicts(results):
         print(line)

@@ -31,6 +31,7 @@ batch (``batch`` with no function) and reports it beside the verdict.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import os
@@ -45,6 +46,7 @@ import types
 from typing import Any
 
 from course_lib.grader import _data
+from course_lib.timing import warm_heap
 
 __all__ = ["LAUNCH", "Ref", "read_frame", "write_frame", "main"]
 
@@ -66,6 +68,7 @@ def _resolve(name: str) -> Any:
 
 
 _NAMESPACE: dict[str, Any] = {}
+_HEAP = contextlib.ExitStack()  # the arenas a speed cell keeps mapped (see the "heap" request)
 
 
 def read_frame(fd: int) -> bytes:
@@ -233,6 +236,11 @@ def _serve(rfd: int, wfd: int, shell: Any, results_fd: int = -1) -> None:
                 reply = ("ok", _NAMESPACE[name](*args, **kwargs))
             elif op == "threads":
                 reply = ("ok", _set_threads(int(request[1])))
+            elif op == "heap":  # speed cells: arenas kept mapped, as in compare (0: given back)
+                _HEAP.close()
+                if int(request[1]):
+                    _HEAP.enter_context(warm_heap(int(request[1])))
+                reply = ("ok", None)
             elif op == "stage":  # inputs for the next timed batch, unpickled before the clock starts
                 staged = outcome = None  # the last batch's inputs and results are freed here, untimed
                 staged = pickle.loads(request[1])
