@@ -76,8 +76,8 @@ _RULES: dict[str, dict[str, tuple[str, tuple[int, int, int]]]] = {
                    "bandwidths, and only once the data are on the device.", (0, 1, -1)),
         "balanced": ("Both limits are close: a roofline plot shows which one each chip "
                      "would hit.", (0, 1, 1)),
-        "compute": ("Arithmetic-bound: peak FLOP/s decides, and accelerators have far more "
-                    "of it.", (-1, 2, 2)),
+        "compute": ("Arithmetic-bound: peak FLOP/s decides. GPUs have far more of it for "
+                    "any arithmetic; TPUs mainly for matrix products.", (-1, 2, 1)),
     },
     "branching": {
         "low": ("Uniform control flow: every lane does the same step, as GPUs and TPUs "
@@ -105,7 +105,8 @@ _RULES: dict[str, dict[str, tuple[str, tuple[int, int, int]]]] = {
     "precision": {
         "float64": ("Double precision: full speed on CPUs; many GPUs run float64 far slower "
                     "than float32, and TPUs have no native float64.", (1, -1, -3)),
-        "float32": ("Single precision: fine everywhere, the usual accelerator format.", (0, 1, 1)),
+        "float32": ("Single precision: the usual GPU format; TPUs' matrix units are fastest "
+                    "in bfloat16.", (0, 1, 0)),
         "reduced": ("bfloat16, float16 or int8 tolerated: tensor cores and TPU matrix units "
                     "reach their highest throughput.", (-1, 2, 2)),
     },

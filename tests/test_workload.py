@@ -201,3 +201,12 @@ def test_plot_roofline_marks_each_kernel_on_the_roof():
         assert marks["matmul"].get_ydata()[0] == pytest.approx(peak)
     finally:
         plt.close(fig)
+
+
+def test_arithmetic_bound_float32_work_goes_to_the_gpu_first_with_the_tpu_a_close_call():
+    # Monte Carlo pricing and float32 X @ W share these seven answers: element-wise
+    # arithmetic is GPU-shaped, and only matrix products in bfloat16 are TPU-shaped.
+    rec = WorkloadProfile(**DENSE).recommend()
+    assert (rec.chip, rec.runner_up, rec.close) == ("GPU", "TPU", True)
+    reduced = WorkloadProfile(**{**DENSE, "precision": "reduced"}).recommend()
+    assert reduced.scores["TPU"] > rec.scores["TPU"]
