@@ -22,6 +22,8 @@ One module per concern; import the one you need::
     the Week 1 orders data and ETL job.
 ``grading``
     the checks that nbgrader grade cells call.
+``answers``
+    quiz answers read one way in every graded notebook (a letter, letters, a number).
 ``grader``
     the instructor's grading machinery (batch grading, the out-of-kernel verifier,
     the report, the student repository and the ``course`` command), kept apart so

@@ -9,10 +9,12 @@ loop. :func:`hotspot` picks the top row. :func:`line_profile` goes one level fin
 ``line_profiler``: one row per source line of one function, which is what you want when a
 single NumPy expression dominates.
 
-Both profilers do their own bookkeeping at every call (cProfile) or every line
-(line_profiler). The more calls or lines a piece of code runs per unit of real work, the
-more its profiled time is inflated, so read shares from a profile and take total times
-from ``timing.stages()`` or ``timing.bench()``.
+Neither profiler is free: cProfile writes a record whenever a function is entered or
+left, line_profiler whenever a line it watches runs. Code that spends its time in a
+few large calls hardly notices; code that does little work in each of many small calls
+pays for those records over and over, and under the profiler it looks slower than it
+is. So a profile answers *where* the time goes, as shares of the run, and a plain timer
+(``timing.stages()``, ``timing.bench()``) answers *how much* time there is.
 """
 
 from __future__ import annotations

@@ -136,6 +136,39 @@ def test_expected_scores_are_checked_per_group_and_per_cell():
     assert list(authoring._unexpected(slow, {"nope": 1}, reference)) == ["EXPECT names 'nope', not a test cell"]
 
 
+def test_a_written_answer_marked_by_hand_is_left_out_of_the_automatic_points():
+    # Every graded notebook ends with one: a markdown cell that nbgrader marks as graded by
+    # hand (grade and solution both set). The reference cannot earn its points automatically,
+    # so they must not count against "the solution gets full marks", nor for "the untouched
+    # release earns nothing".
+    manual = {"grade": True, "solution": True, "points": 2, "grade_id": "written_explanation",
+              "locked": False, "schema_version": 3, "task": False}
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION",
+                                  metadata={"nbgrader": {"grade_id": "f", "solution": True, "grade": False}}),
+        nbformat.v4.new_code_cell("assert f() == 1", metadata={"nbgrader": {
+            "grade_id": "test_f", "grade": True, "solution": False, "points": 1, "locked": True}}),
+        nbformat.v4.new_markdown_cell("## Part 2: explain (2 points, marked by your instructor)"),
+        nbformat.v4.new_markdown_cell("### BEGIN SOLUTION\nModel answer.\n\n**Rubric (2 points).**\n"
+                                      "### END SOLUTION", metadata={"nbgrader": manual}),
+    ])
+    nbformat.validate(nb)
+    maxima = authoring._points(nb)
+    assert maxima == {"test_f": 1.0}
+    written = authoring.solution_answers(nb)["written_explanation"]
+    assert written.startswith("Model answer.") and "SOLUTION" not in written
+    # as selftest builds its rows: only the automatic cells, whatever the gradebook holds
+    graded = {"test_f": 1.0, "written_explanation": 0.0}  # not marked by hand yet
+    reference = authoring.SelftestRow("reference", {g: graded[g] for g in maxima}, maxima)
+    untouched = authoring.SelftestRow("untouched", {g: 0.0 for g in maxima}, maxima)
+    assert list(authoring._unexpected(reference, authoring._DEFAULT_EXPECT["reference"], reference)) == []
+    assert list(authoring._unexpected(untouched, authoring._DEFAULT_EXPECT["untouched"], reference)) == []
+    # the verifier runs code cells only, and a written answer is no name the tests read
+    from course_lib.grader import verification
+    assert verification._answer_names(nb) == {"f"}
+    assert not verification._is_test(nb.cells[3])
+
+
 def test_competitor_burns_a_core_while_calibrating_and_stops():
     start = os.times()
     with authoring._competitor(True):

@@ -90,6 +90,21 @@ def test_text_wraps_and_the_table_has_borders(page):
     assert "th, td { border: 1px solid" in page
 
 
+def test_a_written_answer_marked_by_hand_has_its_row_its_points_and_the_students_text():
+    nb = _notebook()
+    nb.cells += [nbformat.v4.new_markdown_cell("## Part 2: in your own words"),
+                 nbformat.v4.new_markdown_cell("The loop <b>scans</b> every row.", metadata={"nbgrader": {
+                     "grade": True, "solution": True, "points": 2, "grade_id": "written_explanation"}})]
+    scores = {"test_f_visible": 0.0, "test_f_speed": 0.0, "test_g_speed": 1.5}
+    page = feedback.render_feedback(nb, scores, RULES, title="t", machine="m")
+    assert ("<td><code>written_explanation</code></td><td>Part 2</td><td>0 / 2</td><td>marked by hand</td>"
+            f"<td>{feedback.MARKED_BY_HAND}</td>") in page
+    assert "Score: 1.5 / 12 points." in page  # the written answer's points are part of the total
+    assert "The loop &lt;b&gt;scans&lt;/b&gt; every row." in page
+    marked = feedback.render_feedback(nb, {**scores, "written_explanation": 2.0}, RULES, title="t", machine="m")
+    assert "Score: 3.5 / 12 points." in marked and "<td>2 / 2</td><td>marked by hand</td>" in marked
+
+
 def test_a_cell_without_a_verdict_is_parsed_as_none():
     assert feedback.parse_verdict("speed-up 3x") is None
     kept = feedback.parse_verdict("Checked again by the grader outside your kernel: 0 / 4 (it could not be "

@@ -119,7 +119,8 @@ def test_readme_grading_is_generated_from_the_notebooks(student):
     assert re.search(r"\| `test_peak_speed` \| Part 1 \| 3 \| hidden \| all or nothing: at least 8x", text)
     assert re.search(r"\| `test_count_speed` \| - \| 4 \| hidden \| all or nothing", text)
     assert re.search(r"\| `test_price_visible` \| Part 4 \| 1 \| visible \| all or nothing \|", text)
-    assert "20 points; 4 of them by partial credit." in text
+    assert "22 points; 4 of them by partial credit, 2 marked by hand." in text
+    assert re.search(r"\| `written_explanation` \| Part 6 \| 2 \| none: a written answer \| marked by hand", text)
     assert "Partial credit grows with the speed-up" not in text
 
 
@@ -128,11 +129,19 @@ def test_rules_follow_the_source_notebook(tmp_path):
         "# Hidden speed test (2 points): from 2x to 5x.\n### BEGIN HIDDEN TESTS\nspeedup_points(f, g)\n"
         "### END HIDDEN TESTS", metadata={"nbgrader": {"grade": True, "grade_id": "t_speed", "points": 2,
                                                         "solution": False, "locked": True}})
-    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("## Part 3: go"), cell]),
+    written = nbformat.v4.new_markdown_cell("### BEGIN SOLUTION\nA model answer.\n### END SOLUTION", metadata={
+        "nbgrader": {"grade": True, "grade_id": "written", "points": 2, "solution": True, "locked": False}})
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("## Part 3: go"), cell, written]),
                    tmp_path / "w.ipynb")
-    assert student_repo.grading_rules(tmp_path / "w.ipynb") == [
+    rules = student_repo.grading_rules(tmp_path / "w.ipynb")
+    assert rules == [
         {"grade_id": "t_speed", "part": "Part 3: go", "points": 2.0, "hidden": True, "partial": True,
-         "says": "from 2x to 5x."}]
+         "says": "from 2x to 5x.", "manual": False},
+        {"grade_id": "written", "part": "Part 3: go", "points": 2.0, "hidden": False, "partial": False,
+         "says": "", "manual": True}]
+    text = student_repo.student_readme(["w"], rules={"w": rules})
+    assert "4 points; 2 of them by partial credit, 2 marked by hand." in text
+    assert "A model answer" not in text
 
 
 def test_one_setting_names_the_public_repository(student):

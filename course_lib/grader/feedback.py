@@ -13,6 +13,8 @@ and the gradebook's scores into one self-contained HTML page:
   counted;
 - the student's own cells with their outputs; of an error only its type and message: no
   traceback, so no line of the grader's or the hidden tests' source;
+- a written answer marked by hand (an nbgrader markdown cell with ``grade`` and ``solution``
+  set): a row with its points, counted in the total, and the student's text;
 - text that wraps (no line runs off the right edge).
 
 Hidden-test regions are removed from every cell, as ``HideHiddenTests`` removes them.
@@ -31,13 +33,16 @@ from pathlib import Path
 import nbformat
 
 __all__ = ["SpeedVerdict", "parse_verdict", "render_feedback", "write_feedback", "write_submission_feedback",
-           "withhold_after_hidden_tests", "SPEED_SENTENCE", "WITHHELD"]
+           "withhold_after_hidden_tests", "SPEED_SENTENCE", "WITHHELD", "MARKED_BY_HAND"]
 
 SPEED_SENTENCE = (
     "Speed is graded as a ratio: your function and the provided version run side by side on "
     "the grading machine, on fresh inputs, and the speed-up that counts is the one the "
     "grader measures outside your notebook's kernel, in a process of its own; a figure "
     "printed inside your notebook is shown for information only.")
+
+MARKED_BY_HAND = ("your instructor reads this answer and marks it by hand after the automatic grading; "
+                  "until then it counts 0")
 
 
 @dataclass(frozen=True)
@@ -171,6 +176,17 @@ def render_feedback(nb, scores: dict[str, float], rules: list[dict] | None = Non
             if match:
                 part = match.group(1).strip()
                 blocks.append(f"<h2>{html.escape(part)}</h2>")
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade") and meta.get("solution"):  # a written answer, marked by hand
+                grade_id = meta.get("grade_id", "")
+                max_points, got = float(meta.get("points", 0)), float(scores.get(grade_id, 0.0))
+                total, available = total + got, available + max_points
+                name, where = html.escape(grade_id), html.escape(part.split(":")[0]) or "-"
+                rows.append(f"<tr><td><code>{name}</code></td><td>{where}</td><td>{_pts(got)} / "
+                            f"{_pts(max_points)}</td><td>marked by hand</td><td>{html.escape(MARKED_BY_HAND)}</td></tr>")
+                blocks.append(f"<section class='cell'><div class='cellhead'>your written answer: <code>{name}</code>"
+                              f" &middot; <b>{_pts(got)} / {_pts(max_points)} points</b> &middot; marked by hand"
+                              f"</div><pre>{html.escape(cell.source.strip())}</pre></section>")
             continue
         if cell.cell_type != "code":
             continue

@@ -264,7 +264,9 @@ def grading_rules(source: str | Path) -> list[dict]:
     One dict per grade cell: ``grade_id``, ``part`` (its ``## Part N`` heading, or ""),
     ``points``, ``hidden`` (no visible test code), ``partial`` (its last statement returns
     the points, as ``speedup_points`` does, so it scores in between; every other cell
-    scores all or nothing) and ``says``: its leading comment, which students see too.
+    scores all or nothing), ``says``: its leading comment, which students see too, and
+    ``manual``: a written answer that the instructor marks by hand (a markdown cell with
+    nbgrader's ``grade`` and ``solution`` both set), which has no test at all.
 
     Examples
     --------
@@ -277,17 +279,19 @@ def grading_rules(source: str | Path) -> list[dict]:
     nb = nbformat.read(source, as_version=4)
     rules, part = [], ""
     for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
         if cell.cell_type == "markdown":
             match = re.search(r"^#{1,4}\s*(Part\s+\d+\b[^\n]*)", cell.source, re.MULTILINE)
             part = match.group(1).strip() if match else part
-            continue
-        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade") and meta.get("solution"):
+            rules.append({"grade_id": meta["grade_id"], "part": part, "points": float(meta.get("points", 0)),
+                          "hidden": False, "partial": False, "says": "", "manual": True})
         if not meta.get("grade") or meta.get("solution") or cell.cell_type != "code":
             continue
         public = cell.source.split("### BEGIN HIDDEN TESTS")[0]
         rules.append({"grade_id": meta["grade_id"], "part": part, "points": float(meta.get("points", 0)),
                       "hidden": not _has_code(public), "partial": _returns_points(cell.source),
-                      "says": _leading_comment(public)})
+                      "says": _leading_comment(public), "manual": False})
     return rules
 
 
@@ -493,12 +497,21 @@ def _week_rules(name: str, rules: list[dict]) -> str:
         scored = "partial credit" if rule["partial"] else "all or nothing"
         if rule["says"] and rule["hidden"]:
             scored += ": " + rule["says"].replace("|", "\\|")
+        tests = "hidden" if rule["hidden"] else "visible"
+        if rule.get("manual"):
+            tests, scored = "none: a written answer", "marked by hand by the instructor"
         lines.append(f"| `{rule['grade_id']}` | {rule['part'].split(':')[0] or '-'} | {rule['points']:g} | "
-                     f"{'hidden' if rule['hidden'] else 'visible'} | {scored} |")
+                     f"{tests} | {scored} |")
     total = sum(rule["points"] for rule in rules)
     partial = sum(rule["points"] for rule in rules if rule["partial"])
-    lines += ["", f"{total:g} points; {partial:g} of them by partial credit." if partial else
-              f"{total:g} points, every cell all or nothing."]
+    manual = sum(rule["points"] for rule in rules if rule.get("manual"))
+    by_hand = f"{manual:g} marked by hand" if manual else ""
+    if partial:
+        summary = f"{total:g} points; {partial:g} of them by partial credit" + (f", {by_hand}." if manual else ".")
+    else:
+        summary = f"{total:g} points" + (f"; {by_hand}, every other cell all or nothing." if manual
+                                          else ", every cell all or nothing.")
+    lines += ["", summary]
     return "\n".join(lines)
 
 
