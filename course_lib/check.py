@@ -297,8 +297,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 # --- private helpers -------------------------------------------------------------------------
 
 _PART = re.compile(r"^#{1,4}\s*Part\s+(\d+)\b[^\n]*", re.MULTILINE | re.IGNORECASE)
-_SPEED_NOTE = re.compile(r"^#\s*Hidden speed test[^:]*:\s*", re.IGNORECASE)
-_PREVIEWS = {"preview_speedup"}
+_SPEED_NOTE = re.compile(r"^#\s*Hidden (?:speed|memory|scaling) test[^:]*:\s*", re.IGNORECASE)
+_PREVIEWS = {"preview_speedup", "preview_parallel", "preview_peak_memory", "preview_scaling"}
 
 
 def _locate(path: Path) -> Path:
@@ -434,13 +434,13 @@ def _is_preview_call(node: ast.stmt) -> bool:
 
 
 def _preview_text(cell) -> str:
-    """What a hidden test cell's speed preview printed (or why it could not run)."""
+    """What a hidden test cell's preview (speed, memory or scaling) printed, or why it could not run."""
     shown = []
     for output in cell.outputs:
         if output.output_type == "stream" and output.name == "stdout":
             shown.append(output.text.strip())
         elif output.output_type == "error":
-            shown.append(f"speed preview failed: {output.ename}: {output.evalue}".strip().splitlines()[0])
+            shown.append(f"preview failed: {output.ename}: {output.evalue}".strip().splitlines()[0])
     return "\n".join(filter(None, shown))
 
 

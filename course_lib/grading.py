@@ -106,7 +106,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from course_lib import complexity, memory, timing
+from course_lib import _concurrency, complexity, memory, timing
 
 __all__ = [
     "GradingError",
@@ -115,8 +115,12 @@ __all__ = [
     "assert_same",
     "assert_speedup",
     "speedup_points",
+    "parallel_points",
     "assert_peak_memory_below",
     "assert_scaling",
+    "log_points",
+    "peak_memory_points",
+    "scaling_points",
 ]
 
 
@@ -195,10 +199,13 @@ _clock_tampered = timing.clock_tampered
 _peak = memory.peak
 _fmt_bytes = memory.fmt_bytes
 _exponent = complexity.exponent
+_ExternalSampler = _concurrency.ExternalSampler
+_sampling_available = _concurrency.available
+_available_cores = timing._available_cores
 
 # Every global of the measuring modules, by identity: rebinding any of them (a clock,
 # compare's timed loop, tracemalloc inside memory) after this import is tampering.
-_SNAPSHOTS = {mod.__name__: (mod, dict(vars(mod))) for mod in (timing, memory, complexity)}
+_SNAPSHOTS = {mod.__name__: (mod, dict(vars(mod))) for mod in (timing, memory, complexity, _concurrency)}
 # ... and their functions' code: a function keeps its identity when its __code__ is
 # swapped, so a timed loop rewritten in place would pass the check above.
 _CODES = {
@@ -543,6 +550,129 @@ def speedup_points(
     return _points_for(result.ratio, full_at, zero_at, points, margin)
 
 
+def parallel_points(
+    candidate: Callable[..., Any],
+    reference: Callable[..., Any],
+    make_args: Callable[[], tuple[Any, ...]],
+    workers: int,
+    full_at: float,
+    zero_at: float,
+    points: float,
+    budget: float = 2.0,
+    *,
+    within: float = 1.1,
+    min_concurrency: float = 1.25,
+    rtol: float = 1e-9,
+    atol: float = 0.0,
+    margin: float = 0.1,
+    min_call_seconds: float = 0.02,
+    checks: int = 3,
+) -> float:
+    """Partial credit for parallel work: ``candidate`` on ``workers`` workers against itself on one.
+
+    ``candidate(*args, w)`` is called with the worker count as its last argument. The
+    parallel speed-up is the time of ``candidate(*args, 1)`` over the time of
+    ``candidate(*args, workers)``: the student's own serial run is the yardstick, so
+    the array code is not counted twice. ``reference(*args)`` is the grader's serial
+    version, for the results and as a bound on the yardstick.
+
+    1. **Correctness first.** On ``checks`` fresh inputs the one-worker result must
+       agree with ``reference`` (``rtol``, ``atol``) and the result on ``workers``
+       workers must be *identical* to it: a parallel version that depends on the worker
+       count, or on timing, is wrong.
+    2. **Measurement.** Interleaved rounds, one call of each side per round (reference,
+       one worker, ``workers`` workers; the order alternates), each on a fresh input (the
+       reference and the one-worker run share theirs), every result checked. BLAS, OpenMP
+       and Numba pools get ``workers`` threads on every side. While each call runs, every
+       thread and child process it has is sampled from ``/proc`` (see
+       :mod:`course_lib._concurrency`): its CPU time and the time it waited for a core.
+       A call's time is its wall time less the least any of its working threads waited,
+       so a busy neighbour who holds a core is charged to neither side.
+    3. **Verdict.** Per round, ``min(one, within * reference) / parallel``: slowing the
+       one-worker run down past ``within`` times the reference earns nothing. The
+       speed-up is the median over the rounds; credit is linear in its log between
+       ``zero_at`` and ``full_at``, each lowered by ``margin`` (as in
+       :func:`speedup_points`).
+    4. **Concurrency.** The parallel calls must have had more than one worker at work at
+       once: at least ``min_concurrency`` threads or processes running or ready to run
+       on average (median over the rounds). Tasks run one after another, or one thread
+       that works while others wait, score 0 with a message.
+
+    ``workers`` must be at least 2 and at most the cores this process may use (its CPU
+    affinity); otherwise the measurement is refused (:class:`UnreliableMeasurement`):
+    a grading worker given one core cannot grade parallel work.
+
+    Parameters
+    ----------
+    candidate : callable
+        The submission, called as ``candidate(*make_args(), w)``.
+    reference : callable
+        The grader's serial version, called as ``reference(*make_args())``.
+    make_args : callable
+        Fresh random inputs on every call, as for :func:`assert_speedup`.
+    workers : int
+        Workers for the parallel side, and threads for the pools of every side.
+    full_at, zero_at, points : float
+        As for :func:`speedup_points`, for the parallel speed-up.
+    budget : float, default 2.0
+        Seconds of timed calls (at least 9 rounds).
+    within : float, default 1.1
+        The one-worker time counts at most this many times the reference's.
+    min_concurrency : float, default 1.25
+        Working threads or processes running or ready to run, on average, needed.
+    rtol, atol : float
+        Tolerances of the one-worker result against the reference's.
+    margin : float, default 0.1
+        Share of the thresholds forgiven for measurement noise.
+    min_call_seconds : float, default 0.02
+        Refuse configurations in which a parallel call at ``full_at`` would take less
+        (its threads must be sampled several times).
+    checks : int, default 3
+        Fresh inputs checked before timing (at least 2).
+
+    Returns
+    -------
+    float
+        Points earned, between 0 and ``points``.
+
+    Raises
+    ------
+    GradingError
+        A wrong or worker-dependent result, an exception, or no concurrency.
+    UnreliableMeasurement
+        Fewer than 2 or more than the available cores, calls too short to sample, or a
+        system without per-thread accounts.
+
+    Examples
+    --------
+    With one core to grade on there is nothing to measure:
+
+    >>> import os
+    >>> if hasattr(os, "sched_setaffinity"):
+    ...     before = os.sched_getaffinity(0)
+    ...     os.sched_setaffinity(0, {min(before)})
+    ...     try:
+    ...         parallel_points(lambda x, w: x, lambda x: x, lambda: (1,), workers=1,
+    ...                         full_at=1.5, zero_at=1.1, points=4)
+    ...     finally:
+    ...         os.sched_setaffinity(0, before)
+    ... else:
+    ...     raise UnreliableMeasurement("Unreliable measurement ...")
+    Traceback (most recent call last):
+        ...
+    course_lib.grading.UnreliableMeasurement: Unreliable measurement ...
+    """
+    settings = _parallel_settings(workers, full_at, zero_at, points, budget, within, min_concurrency,
+                                  rtol, atol, margin, min_call_seconds, checks)
+    boundaries = (zero_at * (1.0 - margin), full_at * (1.0 - margin))
+    with _grading_session():
+        try:
+            result = _measure_parallel(candidate, reference, make_args, settings, boundaries)
+        except _NoParallelPoints:
+            return 0.0
+    return _parallel_points_for(result, settings)
+
+
 # ---------------------------------------------------------------------------
 # Memory and scaling
 # ---------------------------------------------------------------------------
@@ -714,6 +844,164 @@ def assert_scaling(
                 f"Doubling table (CPU seconds per call; ratio to the previous size):\n"
                 f"{table.to_string(index=False)}"
             )
+
+
+def log_points(value: float, full_at: float, zero_at: float, points: float) -> float:
+    """Points on a log scale: all of ``points`` at ``full_at``, none at ``zero_at``.
+
+    The rule every partial-credit cell of the course follows, for a measurement that
+    needs no timing (a table's deep memory, a count): the credit is linear in
+    ``log(value)`` between the two thresholds, clipped to ``[0, points]`` and rounded to
+    2 decimals. It works in either direction: ``full_at > zero_at`` when more is better
+    (a speed-up, how many times less memory), ``full_at < zero_at`` when less is better
+    (a peak in bytes). Make it the last expression of a grade cell with the same
+    ``points``, as :func:`speedup_points`; the value is a plain ``float``.
+
+    :func:`speedup_points`, :func:`peak_memory_points` and :func:`scaling_points` apply
+    the same rule to what they measure (the first two with their noise margins).
+
+    Parameters
+    ----------
+    value : float
+        The measurement; NaN earns nothing.
+    full_at, zero_at : float
+        Where the credit is full and where it is zero; positive and different.
+    points : float
+        The points of the grade cell.
+
+    Examples
+    --------
+    >>> log_points(8.0, full_at=8, zero_at=4, points=5)
+    5.0
+    >>> log_points(5.66, full_at=8, zero_at=4, points=5)   # halfway on a log scale
+    2.5
+    >>> log_points(40e6, full_at=20e6, zero_at=80e6, points=6)  # smaller is better here
+    3.0
+    """
+    _check_points_thresholds(full_at, zero_at, points, increasing=None)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"value must be a number, got {type(value).__name__}")
+    return _log_share_points(float(value), float(full_at), float(zero_at), float(points))
+
+
+def peak_memory_points(fn: Callable[..., Any], full_at: int | str, zero_at: int | str, points: float,
+                       /, *args: Any, **kwargs: Any) -> float:
+    """Partial credit for peak memory: ``points`` up to ``full_at``, none from ``zero_at``.
+
+    ``fn(*args, **kwargs)`` runs once and its peak traced memory is measured exactly as
+    :func:`assert_peak_memory_below` measures it (tracemalloc, its functions and
+    ``memory.peak`` checked against the ones captured at import, the peak cross-checked
+    with tracemalloc's own counter). The credit is :func:`log_points` of the peak: full
+    when it is at most ``full_at`` (so ``assert_peak_memory_below(fn, full_at)`` passes
+    exactly when this gives full points, up to the byte at the limit), none at
+    ``zero_at`` or more, linear in ``log(peak)`` in between. Memory is not noisy as time
+    is, so there is no margin.
+
+    Parameters
+    ----------
+    fn : callable
+        The function to run once.
+    full_at, zero_at : int or str
+        Bytes, or strings such as ``"20 MB"`` (as for :func:`assert_peak_memory_below`);
+        ``full_at`` below ``zero_at``.
+    points : float
+        The points of the grade cell; make the call its last expression.
+    *args, **kwargs
+        Passed to ``fn``.
+
+    Returns
+    -------
+    float
+        Points earned, between 0 and ``points``.
+
+    Raises
+    ------
+    GradingError
+        ``fn`` raised.
+    TamperingDetected
+        tracemalloc or course_lib.memory was replaced.
+
+    Examples
+    --------
+    >>> peak_memory_points(lambda n: [0] * n, "1 MB", "4 MB", 2, 1_000)
+    2.0
+    >>> peak_memory_points(lambda n: [0] * n, "1 MB", "4 MB", 2, 250_000)   # 2 MB: halfway
+    1.0
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be a function, got {type(fn).__name__}")
+    full, zero = _memory_thresholds(full_at, zero_at, points)
+    with _grading_session():
+        measured = _traced_peak(fn, args, kwargs)
+    return _log_share_points(float(measured), full, zero, float(points))
+
+
+def scaling_points(
+    fn: Callable[[Any], Any],
+    make_input: Callable[[int], Any],
+    sizes: Sequence[int],
+    full_at: float,
+    zero_at: float,
+    points: float,
+    *,
+    budget: float = 0.2,
+    margin: float = 0.1,
+    min_call_seconds: float = 1e-3,
+) -> float:
+    """Partial credit for growth: ``points`` up to exponent ``full_at``, none from ``zero_at``.
+
+    The exponent is fitted exactly as :func:`assert_scaling` fits it (CPU time, fresh
+    inputs, sizes taken in turn, the fastest call per size, the same cross-checks). The
+    credit is linear in the exponent, which is itself a slope on a log-log scale, between
+    ``full_at + margin`` (full points) and ``zero_at + margin`` (none), so that
+    ``assert_scaling(..., max_exponent=full_at)`` passes exactly when this gives full
+    points.
+
+    Parameters
+    ----------
+    fn, make_input, sizes, budget, margin, min_call_seconds
+        As for :func:`assert_scaling`.
+    full_at : float
+        The largest exponent earning all the points (e.g. 1.5: O(n log n) still counts
+        as near-linear).
+    zero_at : float
+        The exponent earning none; above ``full_at`` (e.g. 1.8, below the 2 of O(n^2)).
+    points : float
+        The points of the grade cell; make the call its last expression.
+
+    Returns
+    -------
+    float
+        Points earned, between 0 and ``points``.
+
+    Raises
+    ------
+    GradingError
+        ``fn`` raised.
+    UnreliableMeasurement
+        Even the largest size runs in microseconds (instructor: use larger sizes).
+    TamperingDetected
+        A clock or course_lib's measuring code was replaced.
+
+    Examples
+    --------
+    With ``full_at=1.5``, ``zero_at=1.8`` and the margin of 0.1, a fitted 1.6 earns all
+    the points, 1.9 none, and 1.75 half (the rule applied to the fitted exponent):
+
+    >>> _exponent_points(1.75, full_at=1.5, zero_at=1.8, points=3, margin=0.1)
+    1.5
+    """
+    for obj, name in ((fn, "fn"), (make_input, "make_input")):
+        if not callable(obj):
+            raise TypeError(f"{name} must be a function, got {type(obj).__name__}")
+    sizes = _check_sizes(sizes)
+    _check_points_thresholds(full_at, zero_at, points, increasing=False)
+    _check_number(budget, "budget", positive=True)
+    _check_number(margin, "margin")
+    _check_number(min_call_seconds, "min_call_seconds", positive=True)
+    with _grading_session():
+        fit, _ = _fitted_exponent(fn, make_input, sizes, budget, min_call_seconds)
+    return _exponent_points(fit.slope, full_at, zero_at, points, margin)
 
 
 # ---------------------------------------------------------------------------
@@ -1164,7 +1452,7 @@ class _SpeedResult:
         return (
             f"95% interval {_fmt_ratio(self.low)}x to {_fmt_ratio(self.high)}x over {self.rounds} "
             f"rounds{again}; reference {_fmt_seconds(self.baseline_seconds)} per call, yours "
-            f"{_fmt_seconds(self.candidate_seconds)}{pools}"
+            f"{_fmt_seconds(self.candidate_seconds)}{pools}; {_cores_text()}"
         )
 
 
@@ -1601,6 +1889,294 @@ def _timed_call(fn: Callable[[Any], Any], x: Any, clocks: list[float]) -> float:
 
 
 # ---------------------------------------------------------------------------
+# Private helpers: parallel work (parallel_points and its out-of-kernel twin)
+# ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _ParallelSettings:
+    workers: int
+    full_at: float
+    zero_at: float
+    points: float
+    budget: float
+    within: float
+    min_concurrency: float
+    tolerance: _Tolerance
+    margin: float
+    min_call_seconds: float
+    checks: int
+
+
+@dataclasses.dataclass(frozen=True)
+class _ParallelRound:
+    reference: float  # seconds per call on cores of its own (wall less the wait for a core)
+    one: float
+    many: float
+    concurrency: float  # of the parallel call
+    working: int  # threads or processes that did the parallel call's work
+    waited: float  # share of the parallel call's wall time spent waiting for a core
+
+    def ratio(self, within: float) -> float:
+        return min(self.one, within * self.reference) / max(self.many, 1e-12)
+
+
+@dataclasses.dataclass(frozen=True)
+class _ParallelResult:
+    ratio: float
+    low: float
+    high: float
+    rounds: int
+    reference_seconds: float
+    one_seconds: float
+    many_seconds: float
+    concurrency: float
+    working: int
+    waited: float
+    workers: int
+    cores: int
+    within: float
+    threads: str = ""
+
+    def describe(self) -> str:
+        return (
+            f"{_fmt_ratio(self.ratio)}x with {self.workers} workers against your own one-worker run, "
+            f"95% interval {_fmt_ratio(self.low)}x to {_fmt_ratio(self.high)}x over {self.rounds} rounds; "
+            f"per call {_fmt_seconds(self.one_seconds)} on 1 worker, {_fmt_seconds(self.many_seconds)} on "
+            f"{self.workers}, the serial reference {_fmt_seconds(self.reference_seconds)} (each less the time "
+            f"it waited for a core: {self.waited:.0%} of the parallel calls' wall time); your one-worker "
+            f"time counts at most {self.within:g} times the reference's; {_workers_text(self.working)} "
+            f"did the parallel work, {self.concurrency:.2f} running or ready to run on average; "
+            f"{_cores_text(self.cores)}, thread pools: {self.threads or 'as set'}"
+        )
+
+
+def _cores_text(cores: int | None = None) -> str:
+    """How many cores this notebook is graded with, for every speed verdict."""
+    cores = _available_cores() if cores is None else cores
+    return f"graded with {cores} core{'s' if cores != 1 else ''} (this notebook's CPU affinity)"
+
+
+def _workers_text(n: int) -> str:
+    return f"{n} thread or process" if n == 1 else f"{n} threads or processes"
+
+
+def _parallel_settings(
+    workers: int, full_at: float, zero_at: float, points: float, budget: float, within: float,
+    min_concurrency: float, rtol: float, atol: float, margin: float, min_call_seconds: float, checks: int,
+) -> _ParallelSettings:
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
+    cores = _available_cores()
+    if workers < 2 or workers > cores:  # first: thresholds computed from workers=1 are not checked
+        raise UnreliableMeasurement(
+            f"Unreliable measurement (a grading configuration problem, not your code): this notebook "
+            f"is graded with {cores} core{'s' if cores != 1 else ''} (its CPU affinity), and a parallel "
+            f"speed-up with {workers} worker{'s' if workers != 1 else ''} needs from 2 up to that many. "
+            f"Instructor: grade with at least 2 cores per notebook (course grade --workers N gives "
+            f"each of N notebooks cores // N)."
+        )
+    for value, name in ((full_at, "full_at"), (zero_at, "zero_at"), (points, "points"), (budget, "budget"),
+                        (within, "within"), (min_concurrency, "min_concurrency"),
+                        (min_call_seconds, "min_call_seconds")):
+        _check_number(value, name, positive=True)
+    if not zero_at < full_at:
+        raise ValueError(f"zero_at must be below full_at (credit grows with the speed-up), "
+                         f"got zero_at={zero_at!r}, full_at={full_at!r}")
+    _check_number(margin, "margin")
+    if not 0.0 <= margin < 1.0:
+        raise ValueError(f"margin is a share of the threshold in [0, 1), e.g. 0.1, got {margin!r}")
+    if isinstance(checks, bool) or not isinstance(checks, int) or checks < 2:
+        raise ValueError(f"checks must be a whole number of fresh inputs >= 2, got {checks!r}")
+    if not _sampling_available():
+        raise UnreliableMeasurement(
+            "Unreliable measurement: this system does not report per-thread CPU and wait times "
+            "(/proc/PID/task/TID/schedstat, Linux), which grading parallel work needs."
+        )
+    return _ParallelSettings(workers, float(full_at), float(zero_at), float(points), float(budget),
+                             float(within), float(min_concurrency), _tolerance(rtol, atol, True),
+                             float(margin), float(min_call_seconds), checks)
+
+
+_PARALLEL_MIN_ROUNDS = 9   # the median of 9 paired ratios has a 96% interval
+_PARALLEL_MAX_ROUNDS = 60
+_PARALLEL_WALL_FACTOR = 4.0  # rounds stop at this many times the budget in wall time
+
+
+def _parallel_rounds(
+    one_round: Callable[[int], _ParallelRound], settings: _ParallelSettings,
+    boundaries: tuple[float, ...],
+) -> list[_ParallelRound]:
+    """Rounds until the budget is spent (at least 9); twice as many when too close to call.
+
+    ``one_round(i)`` times one call of each side (the order alternating with ``i``).
+    Shared by the kernel's measurement and the verifier's.
+    """
+    rounds: list[_ParallelRound] = []
+    spent, started = 0.0, _perf_counter()
+    limit = 1.0
+    while True:
+        r = one_round(len(rounds))
+        rounds.append(r)
+        spent += r.reference + r.one + r.many
+        wall = _perf_counter() - started
+        if len(rounds) < _PARALLEL_MIN_ROUNDS:
+            continue
+        if (spent >= limit * settings.budget or wall >= limit * _PARALLEL_WALL_FACTOR * settings.budget
+                or len(rounds) >= limit * _PARALLEL_MAX_ROUNDS):
+            if limit > 1.0:
+                return rounds
+            low, _, high = _median_interval([x.ratio(settings.within) for x in rounds])
+            if not any(low < b <= high for b in boundaries):
+                return rounds
+            limit = 2.0  # too close to call: measure as long again and decide on all rounds
+
+
+def _parallel_result(rounds: list[_ParallelRound], settings: _ParallelSettings, threads: str) -> _ParallelResult:
+    low, ratio, high = _median_interval([r.ratio(settings.within) for r in rounds])
+    return _ParallelResult(
+        ratio=ratio, low=low, high=high, rounds=len(rounds),
+        reference_seconds=statistics.median(r.reference for r in rounds),
+        one_seconds=statistics.median(r.one for r in rounds),
+        many_seconds=statistics.median(r.many for r in rounds),
+        concurrency=statistics.median(r.concurrency for r in rounds),
+        working=int(statistics.median_low(r.working for r in rounds)),
+        waited=statistics.median(r.waited for r in rounds),
+        workers=settings.workers, cores=_available_cores(), within=settings.within, threads=threads,
+    )
+
+
+def _parallel_points_for(result: _ParallelResult, settings: _ParallelSettings) -> float:
+    """The verdict on a measurement: no concurrency fails; else the log-scale credit."""
+    if not result.concurrency >= settings.min_concurrency:
+        raise GradingError(
+            f"Not parallel: with {settings.workers} workers {_workers_text(result.working)} did the "
+            f"work, {result.concurrency:.2f} of them running or ready to run on average, and at least "
+            f"{settings.min_concurrency:g} are needed: the tasks did not run at the same time, so there is "
+            f"no parallel speed-up to grade ({result.describe()})."
+        )
+    return _points_for(result.ratio, settings.full_at, settings.zero_at, settings.points, settings.margin)
+
+
+class _NoParallelPoints(Exception):
+    """No parallel point can be earned (the parallel run is slower than the bound allows)."""
+
+
+def _raise_if_hopeless(t_reference: float, t_many: float, settings: _ParallelSettings) -> None:
+    """Stop before timing when even the best case earns nothing: the one-worker time counts
+    at most ``within`` times the reference's, so the speed-up is at most that over the
+    parallel time (a pure-Python version would otherwise be timed for minutes). Judged on
+    one untimed first call, so only when even twice its speed would earn nothing."""
+    best = settings.within * t_reference / max(t_many, 1e-12)
+    needed = settings.zero_at * (1.0 - settings.margin)
+    if 2.0 * best < needed:
+        raise _NoParallelPoints(
+            f"no parallel point: with {settings.workers} workers your estimate took {_fmt_seconds(t_many)} "
+            f"per call and the serial reference {_fmt_seconds(t_reference)}; your one-worker time counts "
+            f"at most {settings.within:g} times the reference's, so the parallel speed-up is at most "
+            f"{_fmt_ratio(best)}x, below the {_fmt_ratio(needed)}x that earns a first point")
+
+
+def _check_identical(many: Any, one: Any, workers: int, k: int) -> None:
+    problem = _problem(many, one, _EXACT)
+    if problem is not None:
+        raise GradingError(
+            f"With {workers} workers the result differs from the one with 1 worker on fresh input {k} "
+            f"(it must be identical, whatever the number of workers): {problem}")
+
+
+def _check_parallel_result(result: Any, expected: Any, settings: _ParallelSettings, what: str) -> None:
+    problem = _problem(result, expected, settings.tolerance)
+    if problem is not None:
+        raise GradingError(f"Wrong result {what}: {problem}")
+
+
+def _measure_parallel(
+    candidate: Callable[..., Any], reference: Callable[..., Any], make_args: Callable[[], tuple[Any, ...]],
+    settings: _ParallelSettings, boundaries: tuple[float, ...],
+) -> _ParallelResult:
+    for obj, name in ((candidate, "candidate"), (reference, "reference"), (make_args, "make_args")):
+        if not callable(obj):
+            raise TypeError(f"{name} must be a function, got {type(obj).__name__}")
+    _raise_if_tampered()
+    workers = settings.workers
+    with _limit_threads(workers), _ExternalSampler() as sampler:
+        pools = _thread_settings()
+
+        def timed(fn: Callable[..., Any], args: tuple[Any, ...], is_candidate: bool) -> tuple[float, Any, Any]:
+            """(seconds on cores of its own, result, usage) of one call; garbage collection off."""
+            enabled = gc.isenabled()
+            gc.disable()
+            sampler.start()
+            t0 = _perf_counter()
+            try:
+                result = _call_candidate(fn, args) if is_candidate else fn(*args)
+            finally:
+                used = sampler.stop(max(_perf_counter() - t0, 1e-9))
+                if enabled:
+                    gc.enable()
+            return used.unloaded, result, used
+
+        # 1. Correctness, and a first estimate of each side's time. The parallel run goes
+        # before the serial one: when even it is too slow to earn a point, the (slower)
+        # serial run is not waited for.
+        estimates: list[tuple[float, float, float]] = []
+        signature: tuple[Any, ...] = ()
+        for k in range(1, settings.checks + 1):
+            args = _fresh_args(make_args)
+            t_ref, expected, _ = timed(reference, _deepcopy(args), False)
+            t_many, many, _ = timed(candidate, (*_deepcopy(args), workers), True)
+            _check_parallel_result(many, expected, settings,
+                                   f"with {workers} workers on fresh input {k} of {settings.checks}")
+            if k == 1:
+                _raise_if_hopeless(t_ref, t_many, settings)
+            t_one, one, _ = timed(candidate, (*_deepcopy(args), 1), True)
+            _check_parallel_result(one, expected, settings, f"with 1 worker on fresh input {k} of {settings.checks}")
+            _check_identical(many, one, workers, k)
+            estimates.append((t_ref, t_one, t_many))
+            signature = _signature(expected)
+        one_estimate = min(t for _, t, _ in estimates[1:])
+        at_threshold = one_estimate / settings.full_at
+        if at_threshold < settings.min_call_seconds:
+            raise UnreliableMeasurement(
+                f"Unreliable measurement (a grading configuration problem, not your code): one worker takes "
+                f"{_fmt_seconds(one_estimate)} per call, so a parallel run at {_fmt_ratio(settings.full_at)}x "
+                f"would take {_fmt_seconds(at_threshold)}, too short for its threads to be sampled (at least "
+                f"{_fmt_seconds(settings.min_call_seconds)}). Instructor: use larger inputs in make_args.")
+
+        # 2. Interleaved rounds: the reference and one worker on the same input, the parallel
+        # run on another (so that no result can be reused), every result checked.
+        def one_round(i: int) -> _ParallelRound:
+            shared, other = _fresh_args(make_args), _fresh_args(make_args)
+            own_copy, pristine = _deepcopy(shared), _deepcopy(other)  # the reference's, before any call
+            sides = ("reference", "one", "many") if i % 2 == 0 else ("many", "one", "reference")
+            seconds, results, usage = {}, {}, {}
+            for side in sides:
+                if side == "reference":
+                    seconds[side], results[side], usage[side] = timed(reference, own_copy, False)
+                elif side == "one":
+                    seconds[side], results[side], usage[side] = timed(candidate, (*shared, 1), True)
+                else:
+                    seconds[side], results[side], usage[side] = timed(candidate, (*other, workers), True)
+            for side in ("one", "many"):
+                if settings.tolerance.check_dtype and _signature(results[side]) != signature:
+                    raise GradingError(f"Wrong result in timed round {i + 1}: expected "
+                                       f"{_describe_signature(signature)}, got "
+                                       f"{_describe_signature(_signature(results[side]))}")
+            _check_parallel_result(results["one"], results["reference"], settings,
+                                   f"with 1 worker in timed round {i + 1}")
+            _check_parallel_result(results["many"], reference(*pristine), settings,
+                                   f"with {workers} workers in timed round {i + 1}")
+            many = usage["many"]
+            return _ParallelRound(seconds["reference"], seconds["one"], seconds["many"], many.concurrency,
+                                  many.workers, many.waited / many.wall if many.wall > 0 else 0.0)
+
+        rounds = _parallel_rounds(one_round, settings, boundaries)
+    _raise_if_tampered()
+    return _parallel_result(rounds, settings, pools)
+
+
+# ---------------------------------------------------------------------------
 # Private helpers: tampering, output, input checks, formatting
 # ---------------------------------------------------------------------------
 
@@ -1755,3 +2331,107 @@ def _fmt_seconds(seconds: float) -> str:
 
 def _fmt_ratio(ratio: float) -> str:
     return f"{ratio:.3g}" if math.isfinite(ratio) else str(ratio)
+
+
+# ---------------------------------------------------------------------------
+# Private helpers: partial credit for memory and growth (log_points and its users)
+# ---------------------------------------------------------------------------
+
+
+def _check_points_thresholds(full_at: Any, zero_at: Any, points: Any, increasing: bool | None) -> None:
+    """Positive, different thresholds and points; ``increasing``: full_at above zero_at (None: either)."""
+    _check_number(full_at, "full_at", positive=True)
+    _check_number(zero_at, "zero_at", positive=True)
+    _check_number(points, "points", positive=True)
+    if full_at == zero_at:
+        raise ValueError(f"full_at and zero_at must differ, got {full_at!r} for both")
+    if increasing is True and not zero_at < full_at:
+        raise ValueError(f"zero_at must be below full_at (credit grows with the measurement), "
+                         f"got zero_at={zero_at!r}, full_at={full_at!r}")
+    if increasing is False and not full_at < zero_at:
+        raise ValueError(f"full_at must be below zero_at (credit shrinks as the measurement grows), "
+                         f"got full_at={full_at!r}, zero_at={zero_at!r}")
+
+
+def _log_share_points(value: float, full_at: float, zero_at: float, points: float) -> float:
+    if not value > 0:  # also catches NaN; a zero peak is the least memory there is
+        return float(points) if value == 0 and full_at < zero_at else 0.0
+    share = math.log(value / zero_at) / math.log(full_at / zero_at)
+    return float(min(points, round(points * min(1.0, max(0.0, share)), 2)))
+
+
+def _memory_thresholds(full_at: int | str, zero_at: int | str, points: float) -> tuple[float, float]:
+    full, zero = float(_parse_bytes(full_at)), float(_parse_bytes(zero_at))
+    _check_points_thresholds(full, zero, points, increasing=False)
+    return full, zero
+
+
+def _traced_peak(fn: Callable[..., Any], args: tuple, kwargs: dict) -> int:
+    """The peak traced memory of one call, measured and cross-checked as assert_peak_memory_below does."""
+    _raise_if_tampered()
+    started = not _tm_is_tracing()
+    if started:
+        _tm_start()
+    try:
+        before = _tm_get()[0]
+        try:
+            measured = _peak(fn, *args, **kwargs)
+        except GradingError:
+            raise
+        except Exception as exc:
+            raise GradingError(f"Your function raised {type(exc).__name__}: {exc}") from exc
+        high = _tm_get()[1]
+    finally:
+        if started and _tm_is_tracing():
+            _tm_stop()
+    _raise_if_tampered()
+    independent = max(0, high - before)
+    if abs(measured.peak - independent) > 0.1 * independent + 1_000_000:
+        raise TamperingDetected(
+            f"the measured peak ({_fmt_bytes(measured.peak)}) disagrees with tracemalloc's "
+            f"own counter ({_fmt_bytes(independent)}): the memory measurement was tampered with"
+        )
+    return int(measured.peak)
+
+
+def _fitted_exponent(fn: Callable[[Any], Any], make_input: Callable[[int], Any], sizes: list[int], budget: float,
+                     min_call_seconds: float) -> tuple[Any, pd.DataFrame]:
+    """(fit, doubling table) of ``fn``'s CPU time, measured and cross-checked as assert_scaling does."""
+    _raise_if_tampered()
+    first, second = make_input(sizes[0]), make_input(sizes[0])
+    if _same_values(first, second):
+        raise ValueError(
+            "make_input(n) returned equal inputs on two calls: a submission that "
+            "memoises on its input's value would look O(1). Draw random inputs, e.g. "
+            "lambda n: np.random.default_rng().random(n)"
+        )
+    del first, second
+    clocks = [0.0, 0.0, 0.0]  # CPU, this thread's CPU and wall seconds of all timed calls
+    seconds = _scaling_seconds(fn, make_input, sizes, budget, clocks)
+    cpu, thread, wall = clocks
+    if not (thread - 0.02 <= cpu <= wall * _CPUS + 0.02):
+        raise TamperingDetected(
+            f"the CPU timer measured {_fmt_seconds(cpu)} of calls that took "
+            f"{_fmt_seconds(thread)} of thread CPU time and {_fmt_seconds(wall)} of wall "
+            f"time by independent clocks: the clock was tampered with"
+        )
+    table = pd.DataFrame({"n": sizes, "seconds": seconds})
+    table["ratio"] = table["seconds"] / table["seconds"].shift(1)
+    if seconds[-1] < min_call_seconds:
+        raise UnreliableMeasurement(
+            f"Unreliable measurement (a grading configuration problem, not your code): "
+            f"the largest size n={sizes[-1]:,} takes only {_fmt_seconds(seconds[-1])} per call, "
+            f"and at that scale call overhead, not the algorithm, sets the exponent. "
+            f"Instructor: use larger sizes, so that the largest call takes at least "
+            f"{_fmt_seconds(min_call_seconds)}.\n{table.to_string(index=False)}"
+        )
+    _raise_if_tampered()
+    return _exponent(table), table
+
+
+def _exponent_points(slope: float, full_at: float, zero_at: float, points: float, margin: float) -> float:
+    low, high = full_at + margin, zero_at + margin
+    if not slope < high:  # also catches NaN
+        return 0.0
+    share = (high - slope) / (high - low)
+    return float(min(points, round(points * min(1.0, max(0.0, share)), 2)))

@@ -20,6 +20,12 @@ notebook's kernel, and a preview would only cost time.
 
 The preview is a preview: it runs the student's own copy of the slow version, beside
 whatever else this machine is doing, and the graded measurement may differ.
+
+Memory and growth have previews too, written the same way above a hidden
+:func:`~course_lib.grading.peak_memory_points` or :func:`~course_lib.grading.scaling_points`
+test: :func:`preview_peak_memory` runs the function once under tracemalloc and
+:func:`preview_scaling` fits its growth exponent, and each prints the measurement and the
+points it would earn.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from typing import Any
 
 from course_lib import grading
 
-__all__ = ["preview_speedup"]
+__all__ = ["preview_speedup", "preview_parallel", "preview_peak_memory", "preview_scaling"]
 
 
 def preview_speedup(
@@ -90,9 +96,143 @@ def preview_speedup(
     return None
 
 
+def preview_parallel(
+    candidate: Callable[..., Any],
+    reference: Callable[..., Any],
+    make_args: Callable[[], tuple[Any, ...]],
+    workers: int,
+    *,
+    full_at: float,
+    zero_at: float,
+    points: float,
+    budget: float = 2.0,
+    margin: float = 0.1,
+) -> None:
+    """Measure a parallel version now and print what :func:`~course_lib.grading.parallel_points` would give.
+
+    ``candidate(*make_args(), w)`` on ``workers`` workers against itself on one, beside
+    ``reference`` (the serial version the student was given), as the graded test measures
+    it; the verdict is printed on stdout, never raised. Does nothing while grading.
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ["NBGRADER_EXECUTION"] = "autograde"   # as while grading: no measurement
+    >>> preview_parallel(lambda x, w: x, lambda x: x, lambda: (1,), 2, full_at=1.3, zero_at=1.1, points=4)
+    >>> del os.environ["NBGRADER_EXECUTION"]
+    """
+    thresholds = _thresholds(None, full_at, zero_at, points)
+    if os.environ.get("NBGRADER_EXECUTION") == "autograde":
+        return None
+    names = f"{_name(candidate)} on {workers} workers against 1"
+    try:
+        settings = grading._parallel_settings(workers, full_at, zero_at, points, budget, 1.1, 1.25, 1e-9, 0.0,
+                                              margin, 0.02, 3)
+        needed = (zero_at * (1.0 - margin), full_at * (1.0 - margin))
+        with grading._grading_session():
+            try:
+                result = grading._measure_parallel(candidate, reference, make_args, settings, needed)
+            except grading._NoParallelPoints as exc:
+                print(f"{_HEADING}: {names}: {exc}: on this measurement 0 of {points:g} points.")
+                return None
+        earned = grading._parallel_points_for(result, settings)
+    except grading.UnreliableMeasurement as exc:
+        print(f"{_HEADING}: {names}: not measured: {exc}")
+        return None
+    except grading.GradingError as exc:  # a wrong result, no concurrency, or tampering: 0 points
+        print(f"{_HEADING}: {names}: {_first_line(str(exc))}: on this measurement 0 of {points:g} points.")
+        return None
+    except Exception as exc:  # the student's code raised: say so, never a traceback
+        message = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
+        print(f"{_HEADING}: {names}: not measured: it raised {message.splitlines()[0]}")
+        return None
+    full, zero, _ = thresholds
+    print(f"{_HEADING}:\n{names}: {result.describe()}.\nThe graded test gives {points:g} points from {full:g}x "
+          f"and none at {zero:g}x or below: on this measurement {earned:g} of {points:g} points.")
+    return None
+
+
+def preview_peak_memory(fn: Callable[..., Any], full_at: int | str, zero_at: int | str, points: float,
+                        /, *args: Any, **kwargs: Any) -> None:
+    """Measure ``fn(*args, **kwargs)``'s peak memory now and print what the graded test would give.
+
+    The visible line above a hidden :func:`~course_lib.grading.peak_memory_points` test,
+    with its thresholds: the call runs once under tracemalloc, as the graded test runs it,
+    and the peak and the points it would earn are printed on stdout, never raised. Does
+    nothing while grading. A wrong setting is the instructor's error and raises.
+
+    Examples
+    --------
+    >>> preview_peak_memory(lambda n: [0] * n, "1 MB", "4 MB", 2, 250_000)
+    Memory preview on this machine (not your grade: the graded test measures again):
+    <lambda>: peak traced memory 2.0 MB.
+    The graded test gives 2 points up to 1.0 MB and none from 4.0 MB (on a log scale in between): on this measurement 1 of 2 points.
+    """
+    full, zero = grading._memory_thresholds(full_at, zero_at, points)
+    if os.environ.get("NBGRADER_EXECUTION") == "autograde":
+        return None
+    heading, names = _MEMORY_HEADING, _name(fn)
+    try:
+        with grading._grading_session():
+            measured = grading._traced_peak(fn, args, kwargs)
+    except grading.GradingError as exc:  # the function raised, or tampering: the graded test fails too
+        print(f"{heading}: {names}: not measured: {_first_line(str(exc))}")
+        return None
+    earned = grading._log_share_points(float(measured), full, zero, float(points))
+    print(f"{heading}:\n{names}: peak traced memory {grading._fmt_bytes(measured)}.\n"
+          f"The graded test gives {points:g} points up to {grading._fmt_bytes(int(full))} and none from "
+          f"{grading._fmt_bytes(int(zero))} (on a log scale in between): on this measurement {earned:g} of "
+          f"{points:g} points.")
+    return None
+
+
+def preview_scaling(fn: Callable[[Any], Any], make_input: Callable[[int], Any], sizes: Any, full_at: float,
+                    zero_at: float, points: float, *, budget: float = 0.2, margin: float = 0.1) -> None:
+    """Fit ``fn``'s growth exponent now and print what the graded test would give.
+
+    The visible line above a hidden :func:`~course_lib.grading.scaling_points` test, with
+    its sizes and thresholds: the exponent is fitted as the graded test fits it (CPU time,
+    fresh inputs) and printed with the points it would earn, never raised. Does nothing
+    while grading. A wrong setting is the instructor's error and raises.
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ["NBGRADER_EXECUTION"] = "autograde"   # as while grading: no measurement
+    >>> preview_scaling(sorted, lambda n: list(range(n, 0, -1)), [1_000, 2_000], 1.5, 1.8, 3)
+    >>> del os.environ["NBGRADER_EXECUTION"]
+    """
+    sizes = grading._check_sizes(sizes)
+    grading._check_points_thresholds(full_at, zero_at, points, increasing=False)
+    if os.environ.get("NBGRADER_EXECUTION") == "autograde":
+        return None
+    heading, names = _SCALING_HEADING, _name(fn)
+    try:
+        with grading._grading_session():
+            fit, _ = grading._fitted_exponent(fn, make_input, sizes, budget, 1e-3)
+    except grading.UnreliableMeasurement as exc:
+        print(f"{heading}: {names}: not measured: {_first_line(str(exc))}")
+        return None
+    except grading.GradingError as exc:
+        print(f"{heading}: {names}: not measured: {_first_line(str(exc))}")
+        return None
+    except Exception as exc:  # make_input or the student's code raised: say so, never a traceback
+        message = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
+        print(f"{heading}: {names}: not measured: it raised {message.splitlines()[0]}")
+        return None
+    earned = grading._exponent_points(fit.slope, full_at, zero_at, points, margin)
+    print(f"{heading}:\n{names}: fitted exponent {fit.slope:.2f} ({fit.verdict}), n = {sizes[0]:,} to "
+          f"{sizes[-1]:,}, CPU time.\nThe graded test gives {points:g} points up to an exponent of {full_at:g} "
+          f"(a measured {full_at + margin:.2f} earns them) and none from {zero_at:g} (a measured "
+          f"{zero_at + margin:.2f}): on this measurement {earned:g} of {points:g} points.")
+    return None
+
+
 # --- private helpers -------------------------------------------------------------------------
 
 _HEADING = "Speed preview on this machine (not your grade: the graded test measures again)"
+_MEMORY_HEADING = "Memory preview on this machine (not your grade: the graded test measures again)"
+_SCALING_HEADING = "Scaling preview on this machine (not your grade: the graded test measures again)"
 
 
 def _thresholds(at_least: float | None, full_at: float | None, zero_at: float | None,

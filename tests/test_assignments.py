@@ -14,6 +14,10 @@ temporary gradebook:
     correct but slow: every correctness point and no performance point.
 ``wrong``
     fast but wrong: no performance point, and not every correctness point.
+any other kind
+    an alternative a class plausibly submits (week 1's ``zip`` loop, week 2's monotonic deque,
+    ...), graded to the range its ``EXPECT`` entry gives: the technique the notebook teaches
+    earns every performance point, a loop that is merely tidier little or nothing.
 
 Performance cells are the test cells whose ``grade_id`` ends in ``_speed``, ``_memory``
 or ``_scaling``. The assignments are whatever ``solutions/`` holds, so a new one written with

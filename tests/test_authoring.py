@@ -46,15 +46,24 @@ def _cli(*argv: str) -> tuple[int, str]:
 def test_thresholds_are_read_from_positional_keyword_and_computed_arguments():
     source = ("### BEGIN HIDDEN TESTS\nassert_speedup(f, g, lambda: (1,), 12, budget=0.5)\n"
               "x = speedup_points(f, g, make_args=m, full_at=3.0 * _CORES, zero_at=2, points=8)\n"
+              "parallel_points(f, g, m, 2, 1.3, zero_at=1.1, points=4)\n"
               "grading.assert_peak_memory_below(f, '20 MB', big)\n"
-              "assert_scaling(f, lambda n: n, sizes=[1, 2], max_exponent=1.5)\n### END HIDDEN TESTS")
+              "assert_scaling(f, lambda n: n, sizes=[1, 2], max_exponent=1.5)\n"
+              "peak_memory_points(f, '20 MB', 100_000_000, 6, big)\n"
+              "scaling_points(f, m, [1, 2], 1.5, zero_at=1.8, points=3)\n### END HIDDEN TESTS")
     found = authoring.thresholds(source)
     assert [t.helper for t in found] == list(authoring.PERFORMANCE_HELPERS)
     assert found[0].number("at_least") == 12 and found[0].number("budget") == 0.5
     assert found[1].values["full_at"] == "3.0 * _CORES" and found[1].number("full_at") is None
     assert found[1].number("zero_at") == 2
-    assert found[2].number("limit") == 20_000_000
-    assert found[3].number("max_exponent") == 1.5 and found[3].values["sizes"] == [1, 2]
+    assert found[2].number("workers") == 2 and found[2].number("full_at") == 1.3
+    assert found[2].number("zero_at") == 1.1 and found[2].number("points") == 4
+    assert found[3].number("limit") == 20_000_000
+    assert found[4].number("max_exponent") == 1.5 and found[4].values["sizes"] == [1, 2]
+    assert found[5].number("full_at") == 20_000_000 and found[5].number("zero_at") == 100_000_000
+    assert found[5].number("points") == 6
+    assert found[6].number("full_at") == 1.5 and found[6].number("zero_at") == 1.8
+    assert found[6].values["sizes"] == [1, 2] and found[6].number("points") == 3
     assert authoring.thresholds("this is not python (") == []
 
 
@@ -374,5 +383,46 @@ def test_every_shipped_speed_test_has_a_preview_that_agrees_with_it(assignment):
     nb = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
     speed = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id", "").endswith("_speed")]
     for cell in speed:
-        assert "preview_speedup(" in cell.source.split("### BEGIN HIDDEN TESTS")[0], cell.metadata["nbgrader"]
+        visible = cell.source.split("### BEGIN HIDDEN TESTS")[0]
+        # a parallel test (parallel_points) has its own preview, preview_parallel
+        preview = "preview_parallel(" if "parallel_points(" in cell.source else "preview_speedup("
+        assert preview in visible, cell.metadata["nbgrader"]
         assert authoring.preview_mismatches(cell.source) == []
+
+
+def test_memory_and_scaling_previews_must_state_their_tests_thresholds():
+    memory = ('preview_peak_memory(f, "20 MB", {}, 6, path)\n### BEGIN HIDDEN TESTS\n'
+              'peak_memory_points(f, "20 MB", "100 MB", 6, _big)\n')
+    assert authoring.preview_mismatches(memory.format('"100 MB"')) == []
+    assert authoring.preview_mismatches(memory.format("100_000_000")) == []  # the same bytes
+    assert authoring.preview_mismatches(memory.format('"90 MB"')) == [
+        "its preview says zero_at=90 MB, its test zero_at=100 MB"]
+    scaling = ("preview_scaling(f, m, [1, 2], 1.5, 1.8, {})\n"
+               "scaling_points(f, m, [1, 2], full_at=1.5, zero_at=1.8, points=3)\n")
+    assert authoring.preview_mismatches(scaling.format(3)) == []
+    assert authoring.preview_mismatches(scaling.format(2)) == ["its preview says points=2, its test points=3"]
+
+
+def test_calibration_advice_reads_partial_credit_memory_and_scaling_cells():
+    memory = authoring.CellCalibration(
+        "test_x_memory", "memory", tuple(authoring.thresholds("peak_memory_points(f, '20 MB', '100 MB', 6, a)")),
+        quiet=(6_500_000.0,))
+    scaling = authoring.CellCalibration(
+        "test_x_scaling", "scaling", tuple(authoring.thresholds("scaling_points(f, m, [1, 2], 1.5, 1.8, 3)")),
+        quiet=(1.02, 1.1))
+    text = authoring.format_calibration("wk", [memory, scaling])
+    assert "margin: full_at='20 MB' is 3.1 times the reference's largest peak" in text
+    assert "a measured 1.60 earns full points; the reference's highest is 1.10 (+0.50)" in text
+
+
+@pytest.mark.parametrize("assignment", sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir()))
+def test_every_shipped_memory_and_scaling_test_has_a_preview_that_agrees_with_it(assignment):
+    nb = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
+        if not (grade_id.endswith("_memory") or grade_id.endswith("_scaling")):
+            continue
+        public = cell.source.split("### BEGIN HIDDEN TESTS")[0]
+        # a preview line, or (deep memory, the same on every machine) the exact check run visibly
+        assert any(p in public for p in ("preview_peak_memory(", "preview_scaling(", "log_points(")), grade_id
+        assert authoring.preview_mismatches(cell.source) == [], grade_id

@@ -719,3 +719,189 @@ def test_units_and_key_types_are_compared_not_merged(actual, expected, message):
 ])
 def test_equal_values_of_the_same_types_still_pass(value):
     assert_same(value, value)
+
+
+# --- parallel work: parallel_points ------------------------------------------------------------
+# A job of 8 chunks of NumPy work (about 40 ms on one core here): two threads run it at about
+# 1.7-2x once each call's wait for a core is taken out; thresholds 1.3x (full) and 1.1x (zero).
+
+def _chunk(seed, i, n):
+    x = np.random.default_rng([seed, i]).random(n)
+    for _ in range(8):
+        x = np.sqrt(x + 1.0)
+    return float(x.sum())
+
+
+def make_job():
+    return (int(_rng.integers(2**32)), 8, 300_000)
+
+
+def serial_total(seed, n_chunks, n):
+    return sum(_chunk(seed, i, n) for i in range(n_chunks))
+
+
+def threaded_total(seed, n_chunks, n, workers):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(workers) as pool:
+        return sum(pool.map(lambda i: _chunk(seed, i, n), range(n_chunks)))
+
+
+def _parallel(candidate, workers=2, **kwargs):
+    return grading.parallel_points(candidate, serial_total, make_job, workers=workers, full_at=1.3, zero_at=1.1,
+                                   points=4, budget=1.0, **kwargs)
+
+
+needs_two_cores = pytest.mark.skipif(timing._available_cores() < 2, reason="needs 2 cores")
+
+
+@needs_two_cores
+def test_threads_that_share_the_work_earn_the_parallel_points():
+    assert _parallel(threaded_total) == 4.0
+
+
+@needs_two_cores
+def test_work_done_one_task_after_another_is_not_parallel():
+    def ignores_workers(seed, n_chunks, n, workers):
+        return serial_total(seed, n_chunks, n)
+
+    with pytest.raises(GradingError, match=r"Not parallel: with 2 workers 1 thread or process did the work"):
+        _parallel(ignores_workers)
+
+
+@needs_two_cores
+def test_a_slowed_down_one_worker_run_counts_no_slower_than_the_reference():
+    # Sleeping on one worker would triple the ratio; the one-worker time counts at most
+    # 1.1 times the grader's serial version, so the ratio stays what the threads earn.
+    def sandbagged(seed, n_chunks, n, workers):
+        if workers == 1:
+            time.sleep(0.1)
+        return threaded_total(seed, n_chunks, n, workers)
+
+    settings = grading._parallel_settings(2, 1.3, 1.1, 4, 1.0, 1.1, 1.25, 1e-9, 0.0, 0.1, 0.02, 3)
+    with grading._grading_session():
+        result = grading._measure_parallel(sandbagged, serial_total, make_job, settings, (0.99, 1.17))
+    assert result.one_seconds > 2 * result.reference_seconds
+    assert result.ratio <= 1.1 * result.reference_seconds / result.many_seconds * 1.2
+
+
+@needs_two_cores
+def test_a_result_that_depends_on_the_worker_count_is_wrong():
+    def racy(seed, n_chunks, n, workers):
+        return threaded_total(seed, n_chunks, n, workers) + (workers > 1) * 1e-3  # a 3e-10 relative change
+
+    with pytest.raises(GradingError, match="must be identical"):
+        _parallel(racy)
+    with pytest.raises(GradingError, match="Wrong result with 2 workers on fresh input 1"):
+        _parallel(lambda seed, n_chunks, n, workers: 0.0)
+
+
+@needs_two_cores
+def test_threads_that_take_turns_on_the_gil_earn_nothing_and_are_not_timed_for_long():
+    def pure_python(seed, n_chunks, n, workers):
+        from concurrent.futures import ThreadPoolExecutor
+
+        def chunk(i):
+            xs = np.random.default_rng([seed, i]).random(n).tolist()
+            for _ in range(8):
+                xs = [math.sqrt(x + 1.0) for x in xs]
+            return float(np.sum(xs))
+
+        with ThreadPoolExecutor(workers) as pool:
+            return sum(pool.map(chunk, range(n_chunks)))
+
+    started = time.perf_counter()
+    assert _parallel(pure_python) == 0.0  # at most 1.1x the reference's time over a slower parallel run
+    assert time.perf_counter() - started < 30
+
+
+def test_parallel_work_needs_two_cores_and_no_more_than_the_process_has():
+    with pytest.raises(UnreliableMeasurement, match="needs from 2 up to that many"):
+        _parallel(threaded_total, workers=timing._available_cores() + 1)
+    with pytest.raises(UnreliableMeasurement, match="graded with"):
+        _parallel(threaded_total, workers=1)
+
+
+# --- partial credit for memory and growth (log_points, peak_memory_points, scaling_points) ----
+
+
+@pytest.mark.parametrize("value, full_at, zero_at, expected", [
+    (8.0, 8, 4, 5.0), (11.3, 8, 4, 5.0), (4.0, 8, 4, 0.0), (1.0, 8, 4, 0.0),
+    (math.sqrt(32), 8, 4, 2.5),                  # halfway on a log scale
+    (20e6, 20e6, 100e6, 5.0), (100e6, 20e6, 100e6, 0.0), (math.sqrt(2e15), 20e6, 100e6, 2.5),
+    (float("nan"), 8, 4, 0.0), (float("nan"), 20e6, 100e6, 0.0),
+])
+def test_log_points_run_either_way_between_the_thresholds(value, full_at, zero_at, expected):
+    assert grading.log_points(value, full_at, zero_at, 5) == pytest.approx(expected, abs=0.005)
+
+
+@given(st.floats(0.01, 1e4), st.floats(1.1, 100.0))
+def test_log_points_grow_with_the_measurement_and_stay_in_range(value, full_at):
+    here = grading.log_points(value, full_at, 1.0, 4)
+    assert 0.0 <= here <= 4.0 and type(here) is float
+    assert grading.log_points(value * 1.5, full_at, 1.0, 4) >= here
+    assert grading.log_points(1.0 / value, 1.0 / full_at, 1.0, 4) == pytest.approx(here, abs=0.011)  # mirrored
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"full_at": 4, "zero_at": 4}, "must differ"), ({"full_at": -1, "zero_at": 4}, "positive"),
+    ({"full_at": 8, "zero_at": 4, "points": 0}, "positive"),
+])
+def test_log_points_reject_thresholds_that_give_no_scale(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        grading.log_points(5.0, **{"points": 5, **kwargs})
+
+
+def test_peak_memory_points_full_partial_and_none_around_80_mb(capfd):
+    assert grading.peak_memory_points(allocate_80_mb, "100 MB", "400 MB", 6) == 6.0
+    assert grading.peak_memory_points(allocate_80_mb, "10 MB", "80 MB", 6) == 0.0
+    # 80 MB between 40 MB and 160 MB: halfway on a log scale
+    assert grading.peak_memory_points(allocate_80_mb, "40 MB", "160 MB", 6) == pytest.approx(3.0, abs=0.1)
+    assert grading.peak_memory_points(np.ones, "1 MB", "4 MB", 2, 1000) == 2.0  # arguments passed on
+    assert capfd.readouterr() == ("", "")
+
+
+def test_peak_memory_points_agree_with_the_assertion_at_full_marks():
+    assert grading.peak_memory_points(allocate_80_mb, "90 MB", "400 MB", 6) == 6.0
+    assert_peak_memory_below(allocate_80_mb, "90 MB")
+    assert grading.peak_memory_points(allocate_80_mb, "50 MB", "400 MB", 6) < 6.0
+    with pytest.raises(GradingError):
+        assert_peak_memory_below(allocate_80_mb, "50 MB")
+
+
+def test_peak_memory_points_are_checked_like_the_assertion(monkeypatch):
+    with pytest.raises(ValueError, match="full_at must be below zero_at"):
+        grading.peak_memory_points(allocate_80_mb, "400 MB", "100 MB", 6)
+    with pytest.raises(ValueError, match="limit must look like"):
+        grading.peak_memory_points(allocate_80_mb, "fifty", "100 MB", 6)
+    with pytest.raises(GradingError, match="Your function raised ZeroDivisionError"):
+        grading.peak_memory_points(lambda: 1 / 0, "1 MB", "2 MB", 1)
+    monkeypatch.setattr(tracemalloc, "get_traced_memory", lambda: (0, 0))
+    with pytest.raises(TamperingDetected, match="tracemalloc.get_traced_memory was reassigned"):
+        grading.peak_memory_points(allocate_80_mb, "1 MB", "2 MB", 1)
+
+
+def test_scaling_points_full_for_linear_and_none_for_quadratic(capfd):
+    assert grading.scaling_points(linear, make_list, [50_000, 100_000, 200_000, 400_000], 1.5, 1.8, 3,
+                                  budget=0.05) == 3.0
+    assert grading.scaling_points(quadratic, make_list, [250, 500, 1_000, 2_000], 1.2, 1.5, 3,
+                                  budget=0.05) == 0.0
+    assert capfd.readouterr() == ("", "")
+
+
+@pytest.mark.parametrize("slope, expected", [(1.0, 3.0), (1.6, 3.0), (1.75, 1.5), (1.9, 0.0), (2.0, 0.0),
+                                             (float("nan"), 0.0)])
+def test_scaling_points_are_linear_in_the_exponent_after_margin(slope, expected):
+    assert grading._exponent_points(slope, full_at=1.5, zero_at=1.8, points=3, margin=0.1) == expected
+
+
+def test_scaling_points_refuse_what_assert_scaling_refuses(monkeypatch):
+    with pytest.raises(ValueError, match="full_at must be below zero_at"):
+        grading.scaling_points(linear, make_list, [1000, 2000], 1.8, 1.5, 3)
+    with pytest.raises(UnreliableMeasurement, match="use larger sizes"):
+        grading.scaling_points(linear, make_list, [10, 20, 40], 1.5, 1.8, 3, budget=0.01)
+    with pytest.raises(ValueError, match="returned equal inputs"):
+        grading.scaling_points(linear, lambda n: list(range(n)), [1000, 2000], 1.5, 1.8, 3)
+    monkeypatch.setattr(time, "process_time", lambda: 0.0)
+    with pytest.raises(TamperingDetected, match="time.process_time was reassigned"):
+        grading.scaling_points(linear, make_list, [50_000, 100_000], 1.5, 1.8, 3, budget=0.01)

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import shutil
 import socket
 import subprocess
 import tempfile
 from pathlib import Path
 
+import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
@@ -53,10 +55,25 @@ def _check_graded_once(grading: Path, db_url: str) -> dict[str, int]:
     return done
 
 
+def _cores_told(grading: Path, student: str = "correct_fast") -> str:
+    """What the speed cell's out-of-kernel verdict says about the cores the notebook had."""
+    nb = nbformat.read(grading / "autograded" / student / "example" / "example.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_count_speed")
+    text = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+    found = re.search(r"graded with \d+ cores? \(this notebook's CPU affinity\)", text)
+    return found.group(0) if found else text
+
+
+def _share(workers: int) -> str:
+    share = max(1, len(os.sched_getaffinity(0)) // workers)
+    return f"graded with {share} core{'s' if share != 1 else ''} (this notebook's CPU affinity)"
+
+
 def test_two_workers_grade_every_submission_once(submissions, tmp_path):
     grading = tmp_path / "grading"
     assert _grade(submissions, grading, "--workers", "2") == cli.EXIT_FLAGGED  # rebinds_assert_same
     done = _check_graded_once(grading, f"sqlite:///{grading / 'gradebook.db'}")
+    assert _cores_told(grading) == _share(2)  # each worker pinned to its own cores // 2
     assert "verdict-differs" in (grading / "flags.csv").read_text()
     assert _grade(submissions, grading, "--workers", "2") == cli.EXIT_FLAGGED
     assert _check_graded_once(grading, f"sqlite:///{grading / 'gradebook.db'}") == done  # nothing regraded
@@ -69,6 +86,7 @@ def test_a_dask_cluster_grades_every_submission_once(submissions, tmp_path):
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         assert _grade(submissions, grading, "--scheduler", cluster.scheduler_address) == cli.EXIT_FLAGGED
     _check_graded_once(grading, f"sqlite:///{grading / 'gradebook.db'}")
+    assert _cores_told(grading) == _share(2)  # two one-thread workers on this machine: half each
 
 
 def test_an_unreachable_scheduler_is_a_one_line_error(submissions, tmp_path, capsys):

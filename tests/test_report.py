@@ -100,7 +100,7 @@ def test_speed_plot_draws_the_thresholds_of_the_cell_and_counts_whole_submission
     monkeypatch.setattr(report, "_figure", spy)
     write_report(_grading(tmp_path, RECORDS))
     values, lines = drawn["week1: test_price_speed, speed-up measured outside the kernel"]
-    assert sorted(values) == [1.1, 140.0] and lines == [(25.0, "full_at"), (3.0, "zero_at")]
+    assert sorted(values) == [1.1, 140.0] and lines == [(100.0, "full_at"), (60.0, "zero_at")]
     import matplotlib.pyplot as plt
 
     monkeypatch.undo()
@@ -139,3 +139,12 @@ def test_report_renders_in_headless_chromium(tmp_path):
     pixels = matplotlib.image.imread(shot)
     assert pixels.shape[:2] == (2400, 1200)
     assert pixels[..., :3].std() > 0.05  # not a blank page: text, plots and the table were drawn
+
+
+def test_partial_credit_memory_and_scaling_thresholds_are_drawn():
+    from course_lib.grader import authoring, report
+
+    memory = authoring.thresholds("peak_memory_points(f, '20 MB', '100 MB', 6, path)")
+    assert report._threshold_lines("memory", memory) == [(20.0, "full_at"), (100.0, "zero_at")]
+    scaling = authoring.thresholds("scaling_points(f, m, [1, 2], full_at=1.5, zero_at=1.7, points=5)")
+    assert report._threshold_lines("scaling", scaling) == [(1.5, "full_at"), (1.7, "zero_at")]

@@ -113,10 +113,13 @@ def test_readme_tells_how_to_start_check_and_submit(student):
 
 def test_readme_grading_is_generated_from_the_notebooks(student):
     text = (student / "README.md").read_text()
-    # week 1's speed cell gives partial credit (speedup_points); week 2's and the example's
-    # are all or nothing (assert_speedup); correctness cells are all or nothing
-    assert re.search(r"\| `test_price_speed` \| Part 4 \| 4 \| hidden \| partial credit: .*0 points at 3x", text)
-    assert re.search(r"\| `test_peak_speed` \| Part 1 \| 3 \| hidden \| all or nothing: at least 8x", text)
+    # every week's speed cell gives partial credit (speedup_points), week 5's memory cells too
+    # (peak_memory_points, log_points); the example's is all or nothing (assert_speedup), and
+    # so are correctness cells
+    assert re.search(r"\| `test_price_speed` \| Part 4 \| 4 \| hidden \| partial credit: .*0 points at 60x", text)
+    assert re.search(r"\| `test_peak_speed` \| Part 1 \| 3 \| hidden \| partial credit: .*0 points at 2x", text)
+    assert re.search(r"\| `test_summary_memory` \| - \| 6 \| hidden \| partial credit: .*20 MB", text)
+    assert re.search(r"\| `test_compact_memory` \| - \| 5 \| visible \| partial credit", text)
     assert re.search(r"\| `test_count_speed` \| - \| 4 \| hidden \| all or nothing", text)
     assert re.search(r"\| `test_price_visible` \| Part 4 \| 1 \| visible \| all or nothing \|", text)
     assert "22 points; 4 of them by partial credit, 2 marked by hand." in text

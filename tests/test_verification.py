@@ -366,3 +366,117 @@ FORKED_QUADRATIC = _IN_A_CHILD + ("def _grow(xs):\n    return [sum(1 for y in xs
 def test_work_handed_to_a_forked_child_is_measured(tmp_path, answer, test, grade_id, reference, says):
     verdict = _verify(tmp_path, answer, test, grade_id=grade_id, points=2, reference=reference, sandboxed=True)
     assert verdict.conclusive and verdict.score == 0 and says in verdict.detail, verdict.detail
+
+
+# --- parallel work: parallel_points outside the kernel -----------------------------------------
+
+PARALLEL_SETUP = SETUP + """from course_lib.grading import parallel_points
+from concurrent.futures import ThreadPoolExecutor
+import os
+
+
+def make_job():
+    return (int.from_bytes(os.urandom(4), "little"), 8, 300_000)
+
+
+def _chunk(seed, i, n):
+    x = np.random.default_rng([seed, i]).random(n)
+    for _ in range(8):
+        x = np.sqrt(x + 1.0)
+    return float(x.sum())
+"""
+
+THREADED = """def total(seed, n_chunks, n, workers):
+    with ThreadPoolExecutor(workers) as pool:
+        parts = list(pool.map(lambda i: _chunk(seed, i, n), range(n_chunks)))
+    return sum(parts)  # in chunk order: the same total on any number of workers
+"""
+
+SERIAL = """def total(seed, n_chunks, n, workers):
+    return sum(_chunk(seed, i, n) for i in range(n_chunks))  # the workers are ignored
+"""
+
+# Slower on one worker on purpose, and serial on any number: a speed-up without parallelism.
+SANDBAGGED = SERIAL.replace("    return sum(", "    if workers == 1:\n        __import__('time').sleep(0.05)\n"
+                            "    return sum(")
+
+PARALLEL_TEST = """def _serial(seed, n_chunks, n):
+    return sum(_chunk(seed, i, n) for i in range(n_chunks))
+
+
+parallel_points(total, _serial, make_args=make_job, workers=2, full_at=1.3, zero_at=1.1, points=4, budget=1.0)
+"""
+
+
+def _verify_parallel(tmp_path: Path, answer: str) -> CellVerdict:
+    def notebook(answer_source: str):
+        return new_notebook(cells=[_cell(PARALLEL_SETUP, "setup"), _cell(answer_source, "answer", solution=True),
+                                   _cell(PARALLEL_TEST, "test_parallel_speed", grade=True, points=4)])
+
+    source, submitted = tmp_path / "source.ipynb", tmp_path / "graded" / "nb.ipynb"
+    submitted.parent.mkdir()
+    nbformat.write(notebook(THREADED), source)
+    nbformat.write(notebook(answer), submitted)
+    verdict, = verify_notebook(source, submitted, timeout=60, log=tmp_path / "log.txt")
+    return verdict
+
+
+needs_two_cores = pytest.mark.skipif(len(__import__("os").sched_getaffinity(0)) < 2, reason="needs 2 cores")
+
+
+@needs_two_cores
+def test_parallel_work_is_graded_against_its_own_one_worker_run(tmp_path):
+    # Two threads on a busy 2-core machine: each call's time is taken less what its threads
+    # waited for a core, read from /proc by the verifier (about 1.9x measured, full from 1.17x).
+    verdict = _verify_parallel(tmp_path, THREADED)
+    assert verdict.conclusive and verdict.score == 4, verdict.detail
+    assert verdict.measured is not None and verdict.measured > 1.17
+    assert "2 threads or processes did the parallel work" in verdict.detail
+    assert "graded with" in verdict.detail and "CPU affinity" in verdict.detail
+
+
+@needs_two_cores
+@pytest.mark.parametrize("answer", [SERIAL, SANDBAGGED])
+def test_tasks_run_one_after_another_earn_no_parallel_point(tmp_path, answer):
+    # Serial code is not parallel, and slowing down the one-worker run does not make it so:
+    # one thread did the work, so the verdict is "Not parallel", whatever the ratio.
+    verdict = _verify_parallel(tmp_path, answer)
+    assert verdict.conclusive and verdict.score == 0, verdict.detail
+    assert "Not parallel" in verdict.detail and "1 thread or process did the work" in verdict.detail
+
+
+# --- partial credit for memory and growth, outside the kernel --------------------------------
+
+MEMORY_POINTS_TEST = ('from course_lib.grading import peak_memory_points\n\n'
+                      'peak_memory_points(build, "5 MB", "20 MB", 2, 25_000_000)\n')
+
+
+@pytest.mark.parametrize("answer, score", [
+    (LEAN, 2.0),  # 2 MB: full points
+    ("import numpy as np\n\n\ndef build(n):\n    return float(np.ones(n // 20).sum())\n", 1.0),  # 10 MB: half
+    ("import numpy as np\n\n\ndef build(n):\n    return float(np.ones(n).sum())\n", 0.0),  # 200 MB
+    # 200 MB out of tracemalloc's sight: the resident memory counts, as for assert_peak_memory_below
+    ("import numpy as np\nimport tracemalloc\n\n\ndef build(n):\n    tracemalloc.stop()\n"
+     "    total = float(np.ones(n).sum())\n    tracemalloc.start()\n    return total\n", 0.0),
+])
+def test_memory_points_are_measured_outside_the_students_reach(tmp_path, answer, score):
+    verdict = _verify(tmp_path, answer, MEMORY_POINTS_TEST, grade_id="test_build_memory", points=2,
+                      reference=LEAN)
+    assert verdict.conclusive and verdict.score == pytest.approx(score, abs=0.1), verdict.detail
+    assert "peak traced memory" in verdict.detail and "full points up to 5.0 MB" in verdict.detail
+
+
+SCALING_POINTS_TEST = ("from course_lib.grading import scaling_points\n\n"
+                       "scaling_points(grow, lambda n: list(np.random.default_rng().random(n)), "
+                       "sizes=[4_000, 8_000, 16_000], full_at=1.5, zero_at=1.8, points=2)\n")
+
+
+@pytest.mark.parametrize("answer, score", [
+    (LINEAR, 2.0),
+    ("def grow(xs):\n    return [sum(1 for y in xs if y < x) for x in xs[:len(xs) // 40]]\n", 0.0),
+])
+def test_scaling_points_are_timed_by_the_workers_cpu_time(tmp_path, answer, score):
+    verdict = _verify(tmp_path, answer, SCALING_POINTS_TEST, grade_id="test_grow_scaling", points=2,
+                      reference=LINEAR)
+    assert verdict.conclusive and verdict.score == score, verdict.detail
+    assert "exponent" in verdict.detail and "none from 1.90" in verdict.detail

@@ -66,18 +66,22 @@ __all__ = [
     "preview_mismatches",
 ]
 
-PERFORMANCE_HELPERS = ("assert_speedup", "speedup_points", "assert_peak_memory_below", "assert_scaling")
+PERFORMANCE_HELPERS = ("assert_speedup", "speedup_points", "parallel_points", "assert_peak_memory_below",
+                       "assert_scaling", "peak_memory_points", "scaling_points")
 """The grading helpers whose thresholds :func:`thresholds` reads."""
 
 # Positional parameters of each helper whose value is a threshold (see course_lib.grading).
 _POSITIONS = {
     "assert_speedup": {3: "at_least", 4: "budget"},
     "speedup_points": {3: "full_at", 4: "zero_at", 5: "points", 6: "budget"},
+    "parallel_points": {3: "workers", 4: "full_at", 5: "zero_at", 6: "points", 7: "budget"},
     "assert_peak_memory_below": {1: "limit"},
     "assert_scaling": {2: "sizes", 3: "max_exponent"},
+    "peak_memory_points": {1: "full_at", 2: "zero_at", 3: "points"},
+    "scaling_points": {2: "sizes", 3: "full_at", 4: "zero_at", 5: "points"},
 }
 _KEYWORDS = {"at_least", "full_at", "zero_at", "points", "budget", "limit", "max_exponent", "sizes", "margin",
-             "min_call_seconds"}
+             "min_call_seconds", "workers", "within", "min_concurrency"}
 
 MARGIN = 3.0
 """The project's safety factor: full speed points at about a third of the reference's speed-up,
@@ -106,7 +110,7 @@ class Thresholds:
         value = self.values.get(name)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
-        if name == "limit" and isinstance(value, (str, int)):
+        if name in ("limit", "full_at", "zero_at") and isinstance(value, str):  # memory: "20 MB"
             from course_lib.grading import _parse_bytes
 
             with contextlib.suppress(ValueError, TypeError):
@@ -175,20 +179,33 @@ def preview_mismatches(source: str) -> list[str]:
         tree = ast.parse(source)
     except SyntaxError:
         return []
-    previews = [{k.arg: _literal(k.value) for k in node.keywords} for node in ast.walk(tree)
-                if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None))
-                == "preview_speedup"]
-    tests = [t for t in thresholds(source) if t.helper in ("assert_speedup", "speedup_points")]
-    if not previews or not tests:
-        return []
-    names = ("at_least",) if tests[0].helper == "assert_speedup" else ("full_at", "zero_at", "points")
+    problems = []
+    for preview_name, helpers in (("preview_speedup", ("assert_speedup", "speedup_points")),
+                                  ("preview_parallel", ("parallel_points",)),
+                                  ("preview_peak_memory", ("peak_memory_points",)),
+                                  ("preview_scaling", ("scaling_points",))):
+        # The memory and growth previews take their thresholds where their tests do.
+        where = _POSITIONS[helpers[0]] if preview_name in ("preview_peak_memory", "preview_scaling") else {}
+        previews = [{**{where[i]: _literal(a) for i, a in enumerate(node.args) if i in where},
+                     **{k.arg: _literal(k.value) for k in node.keywords}} for node in ast.walk(tree)
+                    if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None))
+                    == preview_name]
+        tests = [t for t in thresholds(source) if t.helper in helpers]
+        if previews and tests:
+            problems += _preview_problems(previews, tests[0])
+    return problems
+
+
+def _preview_problems(previews: list[dict], test: Thresholds) -> list[str]:
+    names = ("at_least",) if test.helper == "assert_speedup" else ("full_at", "zero_at", "points")
     problems = []
     for preview in previews:
         for name in names:
-            said, graded = preview.get(name), tests[0].values.get(name)
-            # Thresholds computed when graded (week 7's per-core ones) cannot be compared here.
-            numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (said, graded))
-            if (numbers and float(said) != float(graded)) or (said is None) != (graded is None):
+            said, graded = preview.get(name), test.values.get(name)
+            # Thresholds computed when graded (week 7's per-core ones) cannot be compared here;
+            # memory thresholds are compared in bytes ("20 MB" is 20_000_000).
+            a, b = Thresholds(test.helper, preview).number(name), test.number(name)
+            if (a is not None and b is not None and a != b) or (said is None) != (graded is None):
                 problems.append(f"its preview says {name}={said}, its test {name}={graded}")
     return problems
 
@@ -814,7 +831,7 @@ def _advice(cell: CellCalibration) -> list[str]:
                              + ("" if at >= 0.01 else " (under 10 ms: enlarge make_args' inputs to be safe)")
                              + ("; UNDER 1 ms: the cell is refused as UnreliableMeasurement" if at < 1e-3 else ""))
         suggested = _nice(worst / MARGIN)
-        zero = [t.number("zero_at") for t in cell.thresholds if t.helper == "speedup_points"]
+        zero = [t.number("zero_at") for t in cell.thresholds if t.helper in ("speedup_points", "parallel_points")]
         text = f"suggested: full points at {suggested:g}x (a third of the slowest measured {worst:.3g}x)"
         if zero and zero[0]:
             text += f"; keep zero_at below it (now {zero[0]:g})"
@@ -824,9 +841,11 @@ def _advice(cell: CellCalibration) -> list[str]:
     elif cell.kind == "memory":
         worst = max(values)
         for t in cell.thresholds:
-            limit = t.number("limit")
+            name = "limit" if t.helper == "assert_peak_memory_below" else "full_at"
+            limit = t.number(name)
             if limit:
-                lines.append(f"margin: the limit {t.values['limit']!r} is {limit / worst:.2g} times the "
+                said = f"the limit {t.values[name]!r}" if name == "limit" else f"full_at={t.values[name]!r}"
+                lines.append(f"margin: {said} is {limit / worst:.2g} times the "
                              f"reference's largest peak (the project keeps about {MARGIN:g})")
         from course_lib.grading import _fmt_bytes
 
@@ -834,9 +853,10 @@ def _advice(cell: CellCalibration) -> list[str]:
     else:
         worst = max(values)
         for t in cell.thresholds:
-            allowed = t.number("max_exponent")
+            allowed = t.number("max_exponent" if t.helper == "assert_scaling" else "full_at")
             if allowed is not None:
-                lines.append(f"margin: a measured {allowed + 0.1:.2f} passes; the reference's highest is "
+                verdict = "passes" if t.helper == "assert_scaling" else "earns full points"
+                lines.append(f"margin: a measured {allowed + 0.1:.2f} {verdict}; the reference's highest is "
                              f"{worst:.2f} ({allowed + 0.1 - worst:+.2f})")
         lines.append(f"suggested: max_exponent about {math.ceil((worst + 0.4) * 10) / 10:.1f} (the reference's "
                      "highest + 0.4), below the exponent of the slow version")

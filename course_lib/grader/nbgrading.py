@@ -89,6 +89,7 @@ from course_lib.grader._nbpreprocessors import (
     HideHiddenTests,
     RestoreMissingCells,
 )
+from course_lib.grader import _cores
 from course_lib.grader._submissions import Submission, copy_submission, find_submissions, record_names
 from course_lib.grader.sandbox import available as sandbox_available
 from course_lib.grader.verification import is_performance_cell, verify_notebook
@@ -284,10 +285,12 @@ def grade(course: Course, submissions: str | Path, assignments: list[str] | None
     ``force=True`` grades everything again.
 
     ``workers``: grade that many submissions at a time, each in its own worker process (and
-    kernel), with BLAS, OpenMP and Numba threads limited to ``cores // workers`` per worker
-    so that workers do not oversubscribe the cores; every speed-up is still measured inside
-    one worker. ``scheduler``: the address of a Dask ``distributed`` scheduler
-    (``tcp://HOST:PORT``) whose workers grade the submissions instead; they must see this
+    kernel), pinned to a CPU set of its own, ``cores // workers`` CPUs (at least one), with
+    BLAS, OpenMP and Numba threads limited to as many: a notebook's ``os.sched_getaffinity``
+    sees only its share, and so does a test that grades parallel work; every speed-up is
+    still measured inside one worker. ``scheduler``: the address of a Dask ``distributed``
+    scheduler (``tcp://HOST:PORT``) whose workers grade the submissions instead, each grading
+    thread pinned to its share of its machine's cores in the same way; they must see this
     course repository and the grading folder at the same paths (one machine, or a shared
     file system) and should run one thread each.
 
@@ -349,7 +352,8 @@ def _graded(course: Course, pending: list[Submission], workers: int, scheduler: 
     """Grade ``pending`` here, on ``workers`` local processes, or on a Dask cluster; yield as done."""
     if not pending:
         return
-    threads = max(1, (os.cpu_count() or 1) // workers)
+    cpus = _cores.own_cpus()
+    threads = max(1, len(cpus) // workers)
     if scheduler:
         try:
             from distributed import Client, as_completed
@@ -360,8 +364,11 @@ def _graded(course: Course, pending: list[Submission], workers: int, scheduler: 
         except (OSError, TimeoutError) as err:
             raise CourseError(f"cannot reach the Dask scheduler at {scheduler}: {err}") from None
         with client:
-            # threads=0: each Dask worker divides its own machine's cores by its thread count
-            futures = client.map(_grade_safely, [course] * len(pending), pending, [0] * len(pending), pure=False)
+            # threads=0: each grading thread of a Dask worker is pinned to its share of its
+            # machine's cores (planned here from what the workers report) and sized to it
+            plan = _cores.dask_plan(client)
+            futures = client.map(_grade_safely, [course] * len(pending), pending, [0] * len(pending),
+                                 cpu_plan=plan, pure=False)
             for future in as_completed(futures):
                 yield future.result()
         return
@@ -373,7 +380,11 @@ def _graded(course: Course, pending: list[Submission], workers: int, scheduler: 
     from concurrent.futures import ProcessPoolExecutor, as_completed as completed
 
     context = multiprocessing.get_context("spawn")  # no inherited kernel or database connections
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    cpu_sets = context.SimpleQueue()  # each worker takes one as it starts: its own cores // workers
+    for share in _cores.shares(cpus, workers):
+        cpu_sets.put(share)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_cores.pin_process,
+                             initargs=(cpu_sets,)) as pool:
         futures = {pool.submit(_grade_safely, course, s, threads): s for s in pending}
         for future in completed(futures):
             try:
@@ -388,17 +399,29 @@ _THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS
                      "NUMBA_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
 
 
-def _grade_safely(course: Course, submission: Submission, threads: int | None) -> SubmissionResult:
-    """:func:`grade_submission` in a worker: thread pools limited, the grader's own errors reported."""
+def _grade_safely(course: Course, submission: Submission, threads: int | None,
+                  cpu_plan: dict | None = None) -> SubmissionResult:
+    """:func:`grade_submission` in a worker: thread pools limited, the grader's own errors reported.
+
+    ``threads=0`` (a Dask worker): the thread is pinned to its share of the machine's cores
+    from ``cpu_plan`` (see :func:`course_lib.grader._cores.dask_plan`) and the pools sized to it.
+    """
+    pinned: contextlib.AbstractContextManager = contextlib.nullcontext()
     if threads == 0:
         from distributed import get_worker
 
-        threads = max(1, (os.cpu_count() or 1) // max(1, get_worker().state.nthreads))
+        sets = (cpu_plan or {}).get(get_worker().address)
+        if sets:
+            pinned = _cores.pinned(sets)
+            threads = len(sets[0])
+        else:
+            threads = max(1, len(_cores.own_cpus()) // max(1, get_worker().state.nthreads))
     if threads is not None:
         # Kernels, verifiers and student workers started from here inherit the limits.
         os.environ.update({name: str(threads) for name in _THREAD_VARIABLES})
     try:
-        return grade_submission(course, submission)
+        with pinned:
+            return grade_submission(course, submission)
     except Exception as err:
         score, max_score, cells = _scores(course, submission.assignment, submission.student)
         return SubmissionResult(submission.student, submission.assignment, score, max_score, cells,

@@ -167,8 +167,8 @@ def _threshold_lines(kind: str, found: list) -> list[tuple[float, str]]:
     """(value, label) of each threshold to draw: speed-ups as written, memory in MB."""
     lines = []
     for t in found:
-        for name in {"speed": ("at_least", "full_at", "zero_at"), "memory": ("limit",),
-                     "scaling": ("max_exponent",)}.get(kind, ()):
+        for name in {"speed": ("at_least", "full_at", "zero_at"), "memory": ("limit", "full_at", "zero_at"),
+                     "scaling": ("max_exponent", "full_at", "zero_at")}.get(kind, ()):
             value = t.number(name)
             if value is not None:
                 lines.append((value / 1e6 if kind == "memory" else value, name))

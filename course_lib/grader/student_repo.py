@@ -478,7 +478,8 @@ deadline is not seen. Check on GitHub that your commit is there.
   inputs of your own too.
 
 Cell by cell, from the notebooks themselves: *all or nothing* means full points or none;
-*partial credit* means the points grow with the speed-up between the two figures given.
+*partial credit* means the points grow with the measurement between the two figures given
+(on a log scale: the speed-up, how many times less memory, the peak or the growth exponent).
 
 {weeks}
 
@@ -531,7 +532,7 @@ def _student_extra(pyproject: str) -> list[str]:
 
 def _returns_points(source: str) -> bool:
     # nbgrader gives partial credit when a test cell's value is a number: here, when its last
-    # statement is a call to speedup_points (the helper that returns points)
+    # statement is a call to speedup_points or parallel_points (the helpers that return points)
     try:
         body = ast.parse(source).body
     except SyntaxError:
@@ -540,7 +541,11 @@ def _returns_points(source: str) -> bool:
     if not (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call)):
         return False
     func = last.value.func
-    return (func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")) == "speedup_points"
+    return (func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")) in ("speedup_points",
+                                                                                      "parallel_points",
+                                                                                      "peak_memory_points",
+                                                                                      "scaling_points",
+                                                                                      "log_points")
 
 
 def _leading_comment(source: str) -> str:

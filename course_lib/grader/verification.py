@@ -492,13 +492,15 @@ class _Measured:
     threads: str = ""
 
     def describe(self) -> str:
+        from course_lib.grading import _cores_text
+
         share = self.path_seconds / max(self.candidate_seconds * self.batch, 1e-12)
         return (f"measured outside your kernel: {self.ratio:.3g}x, 95% interval {self.low:.3g}x to "
                 f"{self.high:.3g}x over {self.rounds} rounds; reference "
                 f"{_fmt_seconds(self.baseline_seconds)} per call, yours {_fmt_seconds(self.candidate_seconds)} "
                 f"(timed in batches of {self.batch} call{'s' if self.batch != 1 else ''}; the grader's round "
                 f"trip adds {_fmt_seconds(self.path_seconds)} a batch, {share:.1%} of yours, included); "
-                f"thread pools: {self.threads or 'as set'}")
+                f"thread pools: {self.threads or 'as set'}; {_cores_text()}")
 
 
 _MEASUREMENTS: list[str] = []  # what the remote helpers measured in the current cell
@@ -1026,7 +1028,62 @@ def _install_remote_helpers() -> None:
             raise grading.GradingError(f"Grows too fast: the fitted exponent is {fit.slope:.2f}; at most "
                                        f"{max_exponent:g} is allowed (a measured {max_exponent + margin:.2f} passes)")
 
+    def parallel_points(candidate, reference, make_args, workers, full_at, zero_at, points, budget=2.0, **options):
+        if not isinstance(candidate, _Remote):
+            return real["parallel_points"](candidate, reference, make_args, workers, full_at, zero_at, points,
+                                           budget, **options)
+        from course_lib.grader._remote_parallel import remote_parallel_points
+
+        earned, measured, ratio = remote_parallel_points(candidate, reference, make_args, workers, full_at,
+                                                         zero_at, points, budget, **options)
+        _MEASUREMENTS.append(measured)
+        if ratio is not None:
+            _RATIOS.append(ratio)
+        return earned
+
+    def peak_memory_points(fn, full_at, zero_at, points, /, *args, **kwargs):
+        if not isinstance(fn, _Remote):
+            return real["peak_memory_points"](fn, full_at, zero_at, points, *args, **kwargs)
+        full, zero = grading._memory_thresholds(full_at, zero_at, points)
+        traced, resident = _remote_peak(fn, args, kwargs)
+        # The resident cross-check of assert_peak_memory_below, as a peak: memory allocated out
+        # of tracemalloc's sight counts as (rise - slack) / factor, so full points here need
+        # exactly what passing assert_peak_memory_below(fn, full_at) needs.
+        hidden = max(0.0, resident - _RESIDENT_SLACK) / _RESIDENT_FACTOR
+        _MEASUREMENTS.append(f"measured outside your kernel: peak traced memory {grading._fmt_bytes(traced)}, "
+                             f"resident memory rose by {grading._fmt_bytes(resident)}; full points up to "
+                             f"{grading._fmt_bytes(int(full))}, none from {grading._fmt_bytes(int(zero))}")
+        return grading._log_share_points(max(float(traced), hidden), full, zero, float(points))
+
+    def scaling_points(fn, make_input, sizes, full_at, zero_at, points, *, budget=0.2, margin=0.1,
+                       min_call_seconds=1e-3):
+        if not isinstance(fn, _Remote):
+            return real["scaling_points"](fn, make_input, sizes, full_at, zero_at, points, budget=budget,
+                                          margin=margin, min_call_seconds=min_call_seconds)
+        import pandas as pd
+
+        from course_lib import complexity
+
+        sizes = grading._check_sizes(sizes)
+        grading._check_points_thresholds(full_at, zero_at, points, increasing=False)
+        seconds = _remote_scaling_seconds(fn, make_input, sizes, budget)
+        table = pd.DataFrame({"n": sizes, "seconds": seconds})
+        if seconds[-1] < min_call_seconds:
+            raise grading.UnreliableMeasurement(f"the largest size takes only {_fmt_seconds(seconds[-1])}")
+        fit = complexity.exponent(table)
+        _MEASUREMENTS.append(f"measured outside your kernel: exponent {fit.slope:.2f} ({fit.verdict}) "
+                             f"from CPU seconds {', '.join(_fmt_seconds(s) for s in seconds)}; full points up "
+                             f"to {full_at + margin:.2f}, none from {zero_at + margin:.2f}")
+        return grading._exponent_points(fit.slope, full_at, zero_at, points, margin)
+
+    for name, fn in {"peak_memory_points": peak_memory_points, "scaling_points": scaling_points}.items():
+        real[name] = getattr(grading, name)
+        fn.__doc__ = real[name].__doc__
+        setattr(grading, name, fn)
+
+    real["parallel_points"] = grading.parallel_points
     for name, fn in {"assert_speedup": assert_speedup, "speedup_points": speedup_points,
+                     "parallel_points": parallel_points,
                      "assert_peak_memory_below": assert_peak_memory_below,
                      "assert_scaling": assert_scaling}.items():
         fn.__doc__ = real[name].__doc__
@@ -1041,6 +1098,10 @@ def _install_remote_helpers() -> None:
 
     preview_speedup.__doc__ = preview.preview_speedup.__doc__
     preview.preview_speedup = preview_speedup
+    if hasattr(preview, "preview_parallel"):
+        preview.preview_parallel = lambda *args, **kwargs: None
+    for name in ("preview_peak_memory", "preview_scaling"):  # memory and growth previews, likewise
+        setattr(preview, name, lambda *args, **kwargs: None)
 
 
 # The resident-memory cross-check: RSS also counts what tracemalloc does not trace (parser
