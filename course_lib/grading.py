@@ -715,33 +715,11 @@ def assert_peak_memory_below(fn: Callable[..., Any], limit: int | str, /, *args:
         raise TypeError(f"fn must be a function, got {type(fn).__name__}")
     limit_bytes = _parse_bytes(limit)
     with _grading_session():
-        _raise_if_tampered()
-        started = not _tm_is_tracing()
-        if started:
-            _tm_start()
-        try:
-            before = _tm_get()[0]
-            try:
-                measured = _peak(fn, *args, **kwargs)
-            except GradingError:
-                raise
-            except Exception as exc:
-                raise GradingError(f"Your function raised {type(exc).__name__}: {exc}") from exc
-            high = _tm_get()[1]
-        finally:
-            if started and _tm_is_tracing():
-                _tm_stop()
-        _raise_if_tampered()
-        independent = max(0, high - before)
-        if abs(measured.peak - independent) > 0.1 * independent + 1_000_000:
-            raise TamperingDetected(
-                f"the measured peak ({_fmt_bytes(measured.peak)}) disagrees with tracemalloc's "
-                f"own counter ({_fmt_bytes(independent)}): the memory measurement was tampered with"
-            )
-        if measured.peak >= limit_bytes:
+        peak = _traced_peak(fn, args, kwargs)
+        if peak >= limit_bytes:
             raise GradingError(
                 f"Too much memory: your function's peak traced memory was "
-                f"{_fmt_bytes(measured.peak)}; the limit is {_fmt_bytes(limit_bytes)}."
+                f"{_fmt_bytes(peak)}; the limit is {_fmt_bytes(limit_bytes)}."
             )
 
 
@@ -804,38 +782,7 @@ def assert_scaling(
     _check_number(margin, "margin")
     _check_number(min_call_seconds, "min_call_seconds", positive=True)
     with _grading_session():
-        _raise_if_tampered()
-        first, second = make_input(sizes[0]), make_input(sizes[0])
-        if _same_values(first, second):
-            raise ValueError(
-                "make_input(n) returned equal inputs on two calls: a submission that "
-                "memoises on its input's value would look O(1). Draw random inputs, e.g. "
-                "lambda n: np.random.default_rng().random(n)"
-            )
-        del first, second
-        clocks = [0.0, 0.0, 0.0]  # CPU, this thread's CPU and wall seconds of all timed calls
-        seconds = _scaling_seconds(fn, make_input, sizes, budget, clocks)
-        cpu, thread, wall = clocks
-        # A thread's CPU time is part of the process's, which cannot outrun the wall
-        # clock on every core at once.
-        if not (thread - 0.02 <= cpu <= wall * _CPUS + 0.02):
-            raise TamperingDetected(
-                f"the CPU timer measured {_fmt_seconds(cpu)} of calls that took "
-                f"{_fmt_seconds(thread)} of thread CPU time and {_fmt_seconds(wall)} of wall "
-                f"time by independent clocks: the clock was tampered with"
-            )
-        table = pd.DataFrame({"n": sizes, "seconds": seconds})
-        table["ratio"] = table["seconds"] / table["seconds"].shift(1)
-        if seconds[-1] < min_call_seconds:
-            raise UnreliableMeasurement(
-                f"Unreliable measurement (a grading configuration problem, not your code): "
-                f"the largest size n={sizes[-1]:,} takes only {_fmt_seconds(seconds[-1])} per call, "
-                f"and at that scale call overhead, not the algorithm, sets the exponent. "
-                f"Instructor: use larger sizes, so that the largest call takes at least "
-                f"{_fmt_seconds(min_call_seconds)}.\n{table.to_string(index=False)}"
-            )
-        _raise_if_tampered()
-        fit = _exponent(table)
+        fit, table = _fitted_exponent(fn, make_input, sizes, budget, min_call_seconds)
         allowed = max_exponent + margin
         if not fit.slope <= allowed:
             raise GradingError(
@@ -2367,7 +2314,7 @@ def _memory_thresholds(full_at: int | str, zero_at: int | str, points: float) ->
 
 
 def _traced_peak(fn: Callable[..., Any], args: tuple, kwargs: dict) -> int:
-    """The peak traced memory of one call, measured and cross-checked as assert_peak_memory_below does."""
+    """The peak traced memory of one call, cross-checked against tracemalloc's own counter."""
     _raise_if_tampered()
     started = not _tm_is_tracing()
     if started:
@@ -2396,7 +2343,7 @@ def _traced_peak(fn: Callable[..., Any], args: tuple, kwargs: dict) -> int:
 
 def _fitted_exponent(fn: Callable[[Any], Any], make_input: Callable[[int], Any], sizes: list[int], budget: float,
                      min_call_seconds: float) -> tuple[Any, pd.DataFrame]:
-    """(fit, doubling table) of ``fn``'s CPU time, measured and cross-checked as assert_scaling does."""
+    """(fit, doubling table) of ``fn``'s CPU time per call, cross-checked against independent clocks."""
     _raise_if_tampered()
     first, second = make_input(sizes[0]), make_input(sizes[0])
     if _same_values(first, second):
@@ -2409,6 +2356,8 @@ def _fitted_exponent(fn: Callable[[Any], Any], make_input: Callable[[int], Any],
     clocks = [0.0, 0.0, 0.0]  # CPU, this thread's CPU and wall seconds of all timed calls
     seconds = _scaling_seconds(fn, make_input, sizes, budget, clocks)
     cpu, thread, wall = clocks
+    # A thread's CPU time is part of the process's, which cannot outrun the wall
+    # clock on every core at once.
     if not (thread - 0.02 <= cpu <= wall * _CPUS + 0.02):
         raise TamperingDetected(
             f"the CPU timer measured {_fmt_seconds(cpu)} of calls that took "
