@@ -956,7 +956,8 @@ def _install_remote_helpers() -> None:
     from course_lib import grading
 
     real = {name: getattr(grading, name) for name in
-            ("assert_speedup", "speedup_points", "assert_peak_memory_below", "assert_scaling")}
+            ("assert_speedup", "speedup_points", "parallel_points", "assert_peak_memory_below", "assert_scaling",
+             "peak_memory_points", "scaling_points")}
 
     def assert_speedup(candidate, baseline, make_args, at_least, budget=1.0, *, check=None, rtol=1e-9,
                        atol=0.0, margin=0.1, min_call_seconds=1e-3, checks=3, verify_budget=None, threads=1):
@@ -1012,18 +1013,8 @@ def _install_remote_helpers() -> None:
         if not isinstance(fn, _Remote):
             return real["assert_scaling"](fn, make_input, sizes, max_exponent, budget=budget, margin=margin,
                                           min_call_seconds=min_call_seconds)
-        import pandas as pd
-
-        from course_lib import complexity
-
-        sizes = grading._check_sizes(sizes)
-        seconds = _remote_scaling_seconds(fn, make_input, sizes, budget)
-        table = pd.DataFrame({"n": sizes, "seconds": seconds})
-        if seconds[-1] < min_call_seconds:
-            raise grading.UnreliableMeasurement(f"the largest size takes only {_fmt_seconds(seconds[-1])}")
-        fit = complexity.exponent(table)
-        _MEASUREMENTS.append(f"measured outside your kernel: exponent {fit.slope:.2f} ({fit.verdict}) "
-                             f"from CPU seconds {', '.join(_fmt_seconds(s) for s in seconds)}")
+        fit, measured = _remote_exponent(fn, make_input, sizes, budget, min_call_seconds)
+        _MEASUREMENTS.append(measured)
         if not fit.slope <= max_exponent + margin:
             raise grading.GradingError(f"Grows too fast: the fitted exponent is {fit.slope:.2f}; at most "
                                        f"{max_exponent:g} is allowed (a measured {max_exponent + margin:.2f} passes)")
@@ -1060,32 +1051,17 @@ def _install_remote_helpers() -> None:
         if not isinstance(fn, _Remote):
             return real["scaling_points"](fn, make_input, sizes, full_at, zero_at, points, budget=budget,
                                           margin=margin, min_call_seconds=min_call_seconds)
-        import pandas as pd
-
-        from course_lib import complexity
-
-        sizes = grading._check_sizes(sizes)
         grading._check_points_thresholds(full_at, zero_at, points, increasing=False)
-        seconds = _remote_scaling_seconds(fn, make_input, sizes, budget)
-        table = pd.DataFrame({"n": sizes, "seconds": seconds})
-        if seconds[-1] < min_call_seconds:
-            raise grading.UnreliableMeasurement(f"the largest size takes only {_fmt_seconds(seconds[-1])}")
-        fit = complexity.exponent(table)
-        _MEASUREMENTS.append(f"measured outside your kernel: exponent {fit.slope:.2f} ({fit.verdict}) "
-                             f"from CPU seconds {', '.join(_fmt_seconds(s) for s in seconds)}; full points up "
+        fit, measured = _remote_exponent(fn, make_input, sizes, budget, min_call_seconds)
+        _MEASUREMENTS.append(f"{measured}; full points up "
                              f"to {full_at + margin:.2f}, none from {zero_at + margin:.2f}")
         return grading._exponent_points(fit.slope, full_at, zero_at, points, margin)
 
-    for name, fn in {"peak_memory_points": peak_memory_points, "scaling_points": scaling_points}.items():
-        real[name] = getattr(grading, name)
-        fn.__doc__ = real[name].__doc__
-        setattr(grading, name, fn)
-
-    real["parallel_points"] = grading.parallel_points
     for name, fn in {"assert_speedup": assert_speedup, "speedup_points": speedup_points,
                      "parallel_points": parallel_points,
                      "assert_peak_memory_below": assert_peak_memory_below,
-                     "assert_scaling": assert_scaling}.items():
+                     "assert_scaling": assert_scaling, "peak_memory_points": peak_memory_points,
+                     "scaling_points": scaling_points}.items():
         fn.__doc__ = real[name].__doc__
         setattr(grading, name, fn)
 
@@ -1108,6 +1084,22 @@ def _install_remote_helpers() -> None:
 # buffers, the allocator's slack), so it only fails a submission far above the limit.
 _RESIDENT_FACTOR = 4.0
 _RESIDENT_SLACK = 64 * 2**20
+
+
+def _remote_exponent(fn: _Remote, make_input: Callable, sizes: Any, budget: float,
+                     min_call_seconds: float) -> tuple[Any, str]:
+    """(fit, what was measured) of the student's function's growth, timed in the worker."""
+    import pandas as pd
+
+    from course_lib import complexity, grading
+
+    sizes = grading._check_sizes(sizes)
+    seconds = _remote_scaling_seconds(fn, make_input, sizes, budget)
+    if seconds[-1] < min_call_seconds:
+        raise grading.UnreliableMeasurement(f"the largest size takes only {_fmt_seconds(seconds[-1])}")
+    fit = complexity.exponent(pd.DataFrame({"n": sizes, "seconds": seconds}))
+    return fit, (f"measured outside your kernel: exponent {fit.slope:.2f} ({fit.verdict}) "
+                 f"from CPU seconds {', '.join(_fmt_seconds(s) for s in seconds)}")
 
 
 def _remote_peak(fn: _Remote, args: tuple, kwargs: dict) -> tuple[int, int]:
