@@ -141,11 +141,7 @@ def _worker_call(worker: Any, name: str, args: tuple) -> tuple[float, Any, _conc
     threads and children sampled from here while it runs. CPU the worker spends staging
     beyond an honest unpickling is billed; writing the result is not.
     """
-    try:
-        payload = pickle.dumps([args], protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception as exc:  # noqa: BLE001
-        raise v._Inconclusive(f"the inputs cannot be sent to your code ({type(exc).__name__}: {exc})") from None
-    smuggled = v._stage(worker, payload)
+    smuggled = v._stage(worker, v._pack([args]))
     message = pickle.dumps(("batch", name), protocol=pickle.HIGHEST_PROTOCOL)
     sampler = _concurrency.Sampler(worker.pid)
     sampler.start()
@@ -176,7 +172,7 @@ def _reference_call(process: Any, args: tuple) -> tuple[float, Any, _concurrency
     Driven as ``_ReferenceProcess.batch`` drives it, sampled the way the student's calls
     are (no other discount), so both sides are timed alike.
     """
-    process.stage(pickle.dumps([args], protocol=pickle.HIGHEST_PROTOCOL))
+    process.stage(v._pack([args]))
     sampler = _concurrency.Sampler(process.pid)
     sampler.start()
     t0 = time.perf_counter()

@@ -15,7 +15,9 @@ A timed batch is three requests, timed as a whole by the verifier's clock:
 
 - ``threads`` sets the thread pools (BLAS/OpenMP through threadpoolctl, and Numba's if it
   is loaded) to the number the grade cell asks for, the same as the reference gets;
-- ``stage`` sends a batch of pickled inputs, unpickled here before the clock starts;
+- ``stage`` sends a batch of pickled inputs, unpickled here before the clock starts (their
+  arrays' buffers follow the request as raw bytes, read into NumPy's memory: see
+  :func:`pack_inputs`);
 - ``batch`` calls the function on every staged input back to back (garbage collection off,
   as in ``timeit`` and :func:`course_lib.timing.compare`), writes the results (as data) into
   the results file *before* answering, and answers. The verifier stops this process
@@ -43,12 +45,13 @@ import sys
 import time
 import traceback
 import types
-from typing import Any
+from typing import Any, NamedTuple
 
 from course_lib.grader import _data
 from course_lib.timing import warm_heap
 
-__all__ = ["LAUNCH", "Ref", "read_frame", "write_frame", "main"]
+__all__ = ["LAUNCH", "Inputs", "Ref", "main", "pack_inputs", "read_frame", "receive_inputs", "send_inputs",
+           "write_frame"]
 
 _HEADER = struct.Struct("!Q")
 
@@ -98,6 +101,69 @@ def _read_exactly(fd: int, size: int, deadline: float | None = None) -> bytes | 
         chunks.append(chunk)
         left -= len(chunk)
     return b"".join(chunks)
+
+
+class Inputs(NamedTuple):
+    """A batch's inputs as sent: a pickle whose array buffers travel beside it (out of band)."""
+
+    data: bytes
+    buffers: list[memoryview]
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.data) + sum(b.nbytes for b in self.buffers)
+
+
+def pack_inputs(obj: Any) -> Inputs:
+    """``obj`` pickled with its arrays' buffers out of band (pickle protocol 5).
+
+    The receiver reads each buffer straight into memory of NumPy's own allocator, so the
+    arrays it unpickles sit in memory like the ones ``compare``'s ``make_args`` made (NumPy
+    asks for huge pages for blocks of 4 MB or more). Unpickled in band, a 20 MB array is
+    a view of the pickle's bytes, on 4 KiB pages: a NumPy expression over 2.5 million of
+    them measured 7.5-7.9 ms per call against 7.0-7.3 ms on NumPy's own memory.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> staged = pack_inputs([(np.arange(3.0),)])
+    >>> len(staged.buffers), staged.nbytes > 24
+    (1, True)
+    """
+    buffers: list[pickle.PickleBuffer] = []
+    data = pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
+    try:
+        return Inputs(data, [b.raw() for b in buffers])
+    except BufferError:  # a buffer that is not contiguous: everything in band, as before
+        return Inputs(pickle.dumps(obj, protocol=5), [])
+
+
+def send_inputs(fd: int, header: bytes, inputs: Inputs) -> None:
+    """``header`` as a frame, then the raw bytes of every buffer (their sizes are in it)."""
+    write_frame(fd, header)
+    for buffer in inputs.buffers:
+        view = buffer
+        while view:
+            view = view[os.write(fd, view):]
+
+
+def receive_inputs(fd: int, data: bytes, sizes: list[int]) -> Any:
+    """The inputs :func:`send_inputs` sent: each buffer read into a fresh NumPy block."""
+    if not sizes:
+        return pickle.loads(data)
+    import numpy as np
+
+    homes = []
+    for size in sizes:
+        home = np.empty(size, dtype=np.uint8)
+        view, got = memoryview(home), 0
+        while got < size:
+            n = os.readv(fd, [view[got:]])
+            if not n:
+                raise EOFError("the other side closed the pipe")
+            got += n
+        homes.append(home)
+    return pickle.loads(data, buffers=homes)
 
 
 class _CellTimeout(BaseException):
@@ -243,7 +309,7 @@ def _serve(rfd: int, wfd: int, shell: Any, results_fd: int = -1) -> None:
                 reply = ("ok", None)
             elif op == "stage":  # inputs for the next timed batch, unpickled before the clock starts
                 staged = outcome = None  # the last batch's inputs and results are freed here, untimed
-                staged = pickle.loads(request[1])
+                staged = receive_inputs(rfd, request[1], request[2])
                 reply = ("ok", None)
             elif op == "batch":  # the timed batch: its results are in the file before the answer
                 fn = _noop if request[1] is None else _NAMESPACE[request[1]]

@@ -67,7 +67,8 @@ from typing import Any
 import nbformat
 
 from course_lib.grader import _data
-from course_lib.grader._student_worker import _HEADER, LAUNCH, _read_exactly, read_frame, write_frame
+from course_lib.grader._student_worker import (
+    _HEADER, LAUNCH, Inputs, _read_exactly, pack_inputs, read_frame, receive_inputs, send_inputs, write_frame)
 from course_lib.grader.sandbox import _status_kib  # a field of /proc/PID/status, in KiB
 
 __all__ = ["CellVerdict", "is_performance_cell", "verify_notebook", "PERFORMANCE_SUFFIXES"]
@@ -302,12 +303,18 @@ class _Worker:
             time.sleep(0.01)
         raise StudentCodeError("the student worker did not start in its sandbox")
 
-    def send(self, message: bytes, seconds: float | None = None) -> bytes:
-        """One request and its raw reply; the worker is killed if it takes too long."""
+    def send(self, message: bytes, seconds: float | None = None, inputs: Inputs | None = None) -> bytes:
+        """One request and its raw reply; the worker is killed if it takes too long.
+
+        ``inputs``: a staging request, whose buffers follow the message (see ``send_inputs``).
+        """
         if self.dead:
             raise StudentCodeError(self.dead)
         try:
-            write_frame(self._w, message)
+            if inputs is None:
+                write_frame(self._w, message)
+            else:
+                send_inputs(self._w, message, inputs)
             limit = seconds or self.timeout
             reply = _read_reply(self._r, time.monotonic() + limit, _MAX_RESULT_BYTES)
             if isinstance(reply, str):
@@ -520,7 +527,15 @@ _WALL_BUDGET = 4.0             # ... and at most this many wall seconds per seco
 _PATH_PROBES = 3               # empty batches that measure the round trip
 
 
-def _stage(worker: _Worker, payload: bytes, honest: float | None = None) -> float:
+def _pack(inputs: list) -> Inputs:
+    """A batch's inputs ready to stage; a test's own objects that cannot travel are inconclusive."""
+    try:
+        return pack_inputs(inputs)
+    except Exception as exc:
+        raise _Inconclusive(f"the inputs cannot be sent to your code ({type(exc).__name__}: {exc})") from None
+
+
+def _stage(worker: _Worker, payload: Inputs, honest: float | None = None) -> float:
     """Send a batch's pickled inputs to the worker; return the CPU seconds to bill for it.
 
     The worker unpickles the inputs before any clock starts. The CPU it spends on that
@@ -533,12 +548,14 @@ def _stage(worker: _Worker, payload: bytes, honest: float | None = None) -> floa
     """
     pid = worker.pid
     before, own = _cpu_seconds(pid), time.thread_time()
-    worker.request("stage", payload)
+    header = pickle.dumps(("stage", payload.data, [b.nbytes for b in payload.buffers]),
+                          protocol=pickle.HIGHEST_PROTOCOL)
+    _reply(worker.send(header, inputs=payload))
     own = time.thread_time() - own  # writing into the pipe costs about what reading from it does
     staging = _cpu_seconds(pid) - before
     if honest is None:
         t0 = time.thread_time()
-        pickle.loads(payload)
+        pickle.loads(payload.data, buffers=[bytearray(b) for b in payload.buffers])  # a copy, as the worker reads
         honest = own + time.thread_time() - t0
     return max(0.0, staging - 1.5 * honest - 0.002)
 
@@ -591,11 +608,7 @@ def _run_batch(worker: _Worker, name: str | None, whole_sandbox: bool = False) -
 
 def _staged_call(fn: _Remote, args: tuple, whole_sandbox: bool = False) -> tuple[float, float, Any]:
     """(wall seconds, worker CPU seconds, result) of one call timed as a batch of one."""
-    try:
-        payload = pickle.dumps([args], protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception as exc:
-        raise _Inconclusive(f"the inputs cannot be sent to your code ({type(exc).__name__}: {exc})") from None
-    smuggled = _stage(fn.worker, payload)
+    smuggled = _stage(fn.worker, _pack([args]))
     wall, cpu, results = _run_batch(fn.worker, fn.name, whole_sandbox)
     if len(results) != 1:
         raise StudentCodeError("the worker sent malformed results")
@@ -711,7 +724,7 @@ class _ReferenceProcess:
         os.close(from_w)
         self.pid = pid
 
-    def stage(self, payload: bytes) -> float:
+    def stage(self, payload: Inputs) -> float:
         """Stage the inputs; return the CPU seconds the reference process spent receiving them.
 
         Its garbage collection of the last batch's inputs (which it reports) is left out:
@@ -719,7 +732,9 @@ class _ReferenceProcess:
         as "receiving" let a student's worker do 90 ms of work per batch unbilled.
         """
         before = _cpu_seconds(self.pid)
-        write_frame(self._w, payload)
+        header = b"stage " + pickle.dumps((payload.data, [b.nbytes for b in payload.buffers]),
+                                          protocol=pickle.HIGHEST_PROTOCOL)
+        send_inputs(self._w, header, payload)
         answer = read_frame(self._r)
         if not answer.startswith(b"ok "):
             raise RuntimeError("the reference process could not stage its inputs")
@@ -783,13 +798,15 @@ def _serve_reference_batches(rfd: int, wfd: int, results_fd: int, baseline: Call
             collect = _collecting_later()
             _write_results(results_fd, _run_batch(baseline, staged[:int(message[6:])]))
             write_frame(wfd, b"ok")
-        else:
+        elif message.startswith(b"stage "):  # read as the worker reads (receive_inputs)
             staged = []
             t0 = time.thread_time_ns()
             gc.collect()  # the last batch's inputs and results go, untimed and not billed
             collected = time.thread_time_ns() - t0
-            staged = pickle.loads(message)
+            staged = receive_inputs(rfd, *pickle.loads(message[6:]))
             write_frame(wfd, b"ok %d" % collected)
+        else:
+            raise RuntimeError(f"unknown request {message[:20]!r}")
         if collect:
             gc.enable()
 
@@ -863,7 +880,7 @@ def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: C
 
     worker = candidate.worker
     probe = grading._fresh_args(make_args)
-    k_c, k_b = _batch_sizes(estimate, len(pickle.dumps(probe, protocol=pickle.HIGHEST_PROTOCOL)))
+    k_c, k_b = _batch_sizes(estimate, _pack(probe).nbytes)
     rng = __import__("numpy").random.default_rng(int.from_bytes(os.urandom(16), "little"))
     # Extra results checked per round, on top of the k_b the reference's batch checks.
     spare = max(0, k_c - k_b)
@@ -877,16 +894,12 @@ def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: C
     spent = 0.0
     while True:
         inputs = [grading._fresh_args(make_args) for _ in range(max(k_c, k_b))]
-        try:
-            payload = pickle.dumps(inputs[:k_c], protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception as exc:
-            raise _Inconclusive(f"the inputs cannot be sent to your code ({type(exc).__name__}: "
-                                f"{exc})") from None
+        payload = _pack(inputs[:k_c])
         # The reference process receives the same bytes first: what that costs an honest
         # process is the yardstick for the worker's staging.
         if k_b > k_c:
-            everything = pickle.dumps(inputs, protocol=pickle.HIGHEST_PROTOCOL)
-            honest = reference.stage(everything) * len(payload) / max(1, len(everything))
+            everything = _pack(inputs)
+            honest = reference.stage(everything) * payload.nbytes / max(1, everything.nbytes)
         else:
             honest = reference.stage(payload)
         for side in ((0, 1) if len(ratios) % 2 == 0 else (1, 0)):
