@@ -1,86 +1,157 @@
-"""Week 8 submissions for tests/test_assignments.py: correct but slow, and fast but wrong.
+"""Week 8 submissions for tests/test_assignments.py, each with the score it should get.
 
 Each maps the ``grade_id`` of an answer cell of ``solutions/week8/week8.ipynb`` to the
 source that replaces it; answer cells not named keep the reference solution (the report
-cell included, so each variant's report is measured on that variant's own job).
+cell included, so each variant's report is measured on that variant's own job). Variants
+that change one line of a reference cell take the reference's source and replace that
+line (:func:`_edited`), so they stay in step with the solution.
 
-The speed points follow the course's rule for alternative answers: the technique the
-notebook teaches earns all of them, a loop that is merely tidier earns little or nothing
-(here all 6 points from 6x, none at 3.5x or less, on the log scale in between). The ranges
-come from in-process measurements (``timing.compare``, one thread, 300 meters x 1 day of
-fresh readings, December 2026, the 2-core course machine shared with other jobs).
+The capstone's job has two slow stages of different kinds: ``parse`` (a ``strptime`` per
+log line: text parsing in the interpreter) dominates, about three quarters of the job on
+the course machine; ``sessionise`` (a pandas filter of the whole table per user, then a
+Python loop over the clicks) looks the guiltier and takes about a fifth; ``report`` has a
+``for`` loop that is cheap (eight site sections). The speed points follow the course's rule
+for alternative answers: the technique the notebook teaches (measure, then fix what
+dominates) earns all of them, a tidier loop little or nothing, a fix of the stage that does
+not dominate almost nothing (Amdahl: at most about 1.3x). All 6 points from 3x, none at
+1.5x or less, on the log scale in between.
 
-``group_loop``: one ``groupby`` pass to split the table, then the provided arithmetic in a
-loop over the groups: correct, tidier, and still a dozen pandas calls per meter. The whole
-job 1.4x-1.5x measured: every correctness point, no speed point.
+Measured in process (``timing.compare``, one thread, budget 1, one night's log of 40,000
+lines from 300 users, fresh for every call; December 2026, the 2-core course machine shared
+with other jobs, load average about 5), whole-job speed-up over ``job_slow``: the reference
+8.0x, ``numba`` 8.0x, ``line_loop`` 3.4x, ``dominant_only`` 2.6x, ``non_dominant`` 1.28x,
+``group_loop`` 1.19x, ``slow`` 0.98x.
+
+``line_loop`` is not merely tidier: ``fromisoformat`` is C code that replaces the costly
+``strptime``, so it removes most of what dominated, and earns what its speed earns.
 """
 
-VARIANTS = {
-    # Correct and still one pass over the table per meter: the loop is tidied (one boolean
-    # mask per meter, reused) but the algorithm is the provided one, so the whole job stays
-    # about as slow as job_slow. Every correctness point (its report is complete and
-    # truthful, speed-up about 1x); no speed point.
-    "slow": {
-        "bill_fast": '''
-def bill_fast(priced):
-    """bill_slow, tidied: still a scan of the whole table for every meter."""
-    lines = []
-    for meter in priced["meter"].unique():
-        mine = priced[priced["meter"] == meter]
-        plan = mine["plan"].iloc[0]
-        used = mine["wh"].sum()
-        lines.append({"meter": meter, "plan": plan, "kwh": used / 1000,
-                      "peak_share": mine.loc[mine["band"] == 2, "wh"].sum() / used,
-                      "peak_kw": mine["wh"].max() * 2 / 1000,
-                      "pounds": (mine["millipence"].sum()
-                                 + 1000 * STANDING[plan] * mine["day"].nunique()) / 100_000})
-    return pd.DataFrame(lines)
-''',
-    },
-    # Fast and wrong, in a way a one-night input cannot show: grouped in one pass, but the
-    # standing charge is added once per meter instead of once per day of readings. On one
-    # day of readings it agrees with bill_slow; on every longer input each bill is too
-    # small. Correctness points lost; no speed point, because the speed test first checks
-    # the whole job on multi-day inputs.
-    "wrong": {
-        "bill_fast": '''
-def bill_fast(priced):
-    """One grouped pass, with the standing charge counted once per meter."""
-    by_meter = priced.groupby("meter", sort=False)
-    used = by_meter["wh"].sum()
-    at_peak = priced["wh"].where(priced["band"] == 2, 0).groupby(priced["meter"], sort=False).sum()
-    plan = by_meter["plan"].first()
-    standing = 1000 * plan.map(STANDING)  # should be times the number of days
-    return pd.DataFrame({
-        "meter": used.index.to_numpy(),
-        "plan": plan.to_numpy(),
-        "kwh": (used / 1000).to_numpy(),
-        "peak_share": (at_peak / used).to_numpy(),
-        "peak_kw": (by_meter["wh"].max() * 2 / 1000).to_numpy(),
-        "pounds": ((by_meter["millipence"].sum() + standing) / 100_000).to_numpy(),
+from pathlib import Path
+
+import nbformat
+
+_SOLUTION = Path(__file__).resolve().parents[2] / "solutions" / "week8" / "week8.ipynb"
+
+
+def _reference(grade_id):
+    """The source of one answer cell of the instructor's solution, markers removed."""
+    for cell in nbformat.read(_SOLUTION, as_version=4).cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == grade_id:
+            return "\n".join(line for line in cell.source.splitlines()
+                             if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line)
+    raise KeyError(grade_id)
+
+
+def _edited(grade_id, old, new):
+    """The reference's answer cell ``grade_id`` with ``old`` replaced by ``new`` (once)."""
+    source = _reference(grade_id)
+    if source.count(old) != 1:
+        raise ValueError(f"{grade_id}: {old!r} found {source.count(old)} times in the reference")
+    return source.replace(old, new)
+
+
+# The provided stages, tidied: every correctness point, about 1x.
+SLOW_JOB = '''
+def job_fast(text):
+    """The provided job with a tidier parse: still one strptime per line, one filter per user."""
+    rows = [line.split(" ") for line in text.splitlines()]
+    events = pd.DataFrame({
+        "t": [calendar.timegm(datetime.datetime.strptime(r[0], "%Y-%m-%dT%H:%M:%S").timetuple())
+              for r in rows],
+        "user": [int(r[1][1:]) for r in rows],
+        "path": [r[2] for r in rows],
+        "status": [int(r[3]) for r in rows],
+        "bytes": [int(r[4]) for r in rows],
     })
-''',
-    },
-    # The per-group loop: split once with groupby, then the provided arithmetic per meter.
-    # Correct and tidier, about 1.5x for the whole job: no speed point.
-    "group_loop": {
-        "bill_fast": '''
-def bill_fast(priced):
-    """One pass that splits the table by meter, then the provided arithmetic for each group."""
-    lines = []
-    for meter, mine in priced.groupby("meter", sort=False):
-        plan = mine["plan"].iloc[0]
-        used = mine["wh"].sum()
-        lines.append({"meter": meter, "plan": plan, "kwh": used / 1000,
-                      "peak_share": mine.loc[mine["band"] == 2, "wh"].sum() / used,
-                      "peak_kw": mine["wh"].max() * 2 / 1000,
-                      "pounds": (mine["millipence"].sum()
-                                 + 1000 * STANDING[plan] * mine["day"].nunique()) / 100_000})
-    return pd.DataFrame(lines)
-''',
-    },
+    return report(summarise(sessionise(events)))
+'''
+
+# The whole kernel with ">=" for ">": a pause of exactly GAP seconds opens a new session. A
+# pause is a whole number of minutes, so exactly 30 of them happens about once in 86 pauses:
+# the small visible inputs have none, every night's log has a dozen or more.
+WRONG_KERNELS = _edited("kernels", "(t[1:] - t[:-1] > GAP)", "(t[1:] - t[:-1] >= GAP)").replace(
+    "t[i] - t[i - 1] > GAP", "t[i] - t[i - 1] >= GAP")
+
+# The per-user loop kept, but over groupby's groups (one split of the table instead of a
+# filter per user), and the provided parse: the stage that dominates is untouched.
+GROUP_LOOP_JOB = '''
+def sessionise_fast(events):
+    """One pass that splits the clicks by user, then the provided rule for each group."""
+    parts = [mine.sort_values("t", kind="stable") for _, mine in events.groupby("user", sort=True)]
+    ordered = pd.concat(parts).reset_index(drop=True)
+    ordered["session"] = session_ids_loop(ordered["user"].to_numpy(), ordered["t"].to_numpy())
+    return ordered
+
+
+def parse_fast(text):
+    return parse(text)
+
+
+def job_fast(text):
+    return report(summarise(sessionise_fast(parse(text))))
+'''
+
+# A tidier loop over the lines: datetime.fromisoformat (written in C) in place of strptime,
+# still a Python tuple per line; sessionise fixed as in the reference.
+LINE_LOOP_JOB = _edited("job_fast", "def job_fast(text):", '''def parse_lines(text):
+    """parse(text) in a tidier loop: fromisoformat instead of strptime."""
+    utc = datetime.timezone.utc
+    rows = []
+    for line in text.splitlines():
+        stamp, user, path, status, sent = line.split(" ")
+        when = datetime.datetime.fromisoformat(stamp).replace(tzinfo=utc)
+        rows.append((int(when.timestamp()), int(user[1:]), path, int(status), int(sent)))
+    return pd.DataFrame(rows, columns=["t", "user", "path", "status", "bytes"])
+
+
+def job_fast(text):''').replace("return report(summarise(sessionise_fast(parse_fast(text))))",
+                                 "return report(summarise(sessionise_fast(parse_lines(text))))")
+
+# Measure-first skipped: the stage that looks worst (the per-user filter) fixed properly, the
+# stage that dominates left alone, and the guess written down as the dominant stage.
+NON_DOMINANT_ANSWERS = _edited("answers_task1",
+                               'dominant_stage = str(before_sw.table()["seconds"].idxmax())',
+                               'dominant_stage = "sessionise"')
+NON_DOMINANT_JOB = _edited("job_fast", "return report(summarise(sessionise_fast(parse_fast(text))))",
+                           "return report(summarise(sessionise_fast(parse(text))))")
+
+# Only the stage that dominates fixed: parse by pandas, the provided sessionise kept.
+DOMINANT_ONLY_JOB = _edited("job_fast", "return report(summarise(sessionise_fast(parse_fast(text))))",
+                            "return report(summarise(sessionise(parse_fast(text))))")
+
+# The Numba kernel in the job instead of the NumPy one: the other route, full marks.
+NUMBA_JOB = _edited("job_fast", 'ordered["session"] = session_ids_numpy(', 'ordered["session"] = session_ids_numba(')
+
+# A report that claims what was not found: the wrong kernels, and results_identical typed in.
+LIAR_REPORT = _edited("report", '''    "results_identical": same_result(after_result, before_result)
+                         and same_result(job_fast(boundary), job_slow(boundary)),''',
+                      '''    "results_identical": True,  # "it looked the same"''')
+
+# A report whose timings were typed in (a classmate's figures, a speed-up to impress): the
+# context is real, the numbers are not this notebook's.
+INVENTED_REPORT = _edited("report", '''    "stages_before": before_sw.seconds,
+    "stages_after": after_sw.seconds,''', '''    "stages_before": {"parse": 4.1, "sessionise": 1.2, "summarise": 0.05, "report": 0.04},
+    "stages_after": {"parse": 0.03, "sessionise": 0.004, "summarise": 0.005, "report": 0.004},''').replace(
+    '"speedup": whole_job.ratio,', '"speedup": 125.0,')
+
+VARIANTS = {
+    "slow": {"job_fast": SLOW_JOB},
+    "wrong": {"kernels": WRONG_KERNELS},
+    "group_loop": {"job_fast": GROUP_LOOP_JOB},
+    "line_loop": {"job_fast": LINE_LOOP_JOB},
+    "non_dominant": {"answers_task1": NON_DOMINANT_ANSWERS, "job_fast": NON_DOMINANT_JOB},
+    "dominant_only": {"job_fast": DOMINANT_ONLY_JOB},
+    "liar_identical": {"kernels": WRONG_KERNELS, "report": LIAR_REPORT},
+    "liar_timings": {"report": INVENTED_REPORT},
+    "numba": {"job_fast": NUMBA_JOB},
 }
 
 EXPECT = {
     "group_loop": {"correctness": "full", "test_job_speed": 0},
+    "line_loop": {"correctness": "full", "test_job_speed": (3, 6)},
+    "non_dominant": {"test_dominant_hidden": 0, "test_job_speed": (0, 1)},
+    "dominant_only": {"correctness": "full", "test_job_speed": (2.5, 6)},
+    "liar_identical": {"test_report_hidden": 0, "test_job_speed": 0, "test_kernels_hidden": 0},
+    "liar_timings": {"test_report_hidden": 0, "test_job_speed": "full", "test_report_visible": "full"},
+    "numba": {"total": "full"},
 }
