@@ -480,3 +480,36 @@ def test_scaling_points_are_timed_by_the_workers_cpu_time(tmp_path, answer, scor
                       reference=LINEAR)
     assert verdict.conclusive and verdict.score == score, verdict.detail
     assert "exponent" in verdict.detail and "none from 1.90" in verdict.detail
+
+
+def test_staged_inputs_arrive_whole_in_numpys_own_memory():
+    """Arrays cross the pipe out of band and land in blocks NumPy allocated (huge pages
+    above 4 MB, as make_args's own arrays), not as views of the pickle's bytes."""
+    import os
+    import threading
+
+    import numpy as np
+    import pandas as pd
+
+    from course_lib.grader._student_worker import pack_inputs, receive_inputs, send_inputs
+
+    x = np.random.default_rng(1).random(600_000)  # 4.8 MB: more than a pipe holds at once
+    frame = pd.DataFrame({"a": np.arange(5), "b": list("vwxyz")})
+    staged = pack_inputs([(x, frame, "text", 3)])
+    assert len(staged.buffers) >= 2 and staged.nbytes > x.nbytes
+    r, w = os.pipe()
+    sender = threading.Thread(target=send_inputs, args=(w, b"header", staged))
+    sender.start()
+    try:
+        from course_lib.grader._student_worker import read_frame
+
+        assert read_frame(r) == b"header"
+        (got,) = receive_inputs(r, staged.data, [b.nbytes for b in staged.buffers])
+    finally:
+        sender.join()
+        os.close(r)
+        os.close(w)
+    assert np.array_equal(got[0], x) and got[0].flags.writeable
+    assert isinstance(got[0].base, np.ndarray) and got[0].base.dtype == np.uint8
+    pd.testing.assert_frame_equal(got[1], frame)
+    assert got[2:] == ("text", 3)
