@@ -121,6 +121,7 @@ __all__ = [
     "log_points",
     "peak_memory_points",
     "scaling_points",
+    "warm_call_seconds",
 ]
 
 
@@ -2384,3 +2385,60 @@ def _exponent_points(slope: float, full_at: float, zero_at: float, points: float
         return 0.0
     share = (high - slope) / (high - low)
     return float(min(points, round(points * min(1.0, max(0.0, share)), 2)))
+
+
+# ---------------------------------------------------------------------------
+# One warm call, as the grader reads it (week 6: compile time against run time)
+# ---------------------------------------------------------------------------
+
+
+def warm_call_seconds(fn: Callable[..., Any], args: Sequence[Any], calls: int = 5) -> float:
+    """Seconds of one warm call of ``fn(*args)``, read by the grader: the median of ``calls``.
+
+    For a test that checks a time the student reported (a Numba kernel's run time after it
+    has compiled) against the grader's own reading of the same function on the same
+    input. One untimed call comes first (for a Numba function it compiles, for these
+    argument types), then ``calls`` timed calls on the same arguments, back to back, with
+    garbage collection off and BLAS, OpenMP and Numba pools at one thread, as
+    :func:`speedup_points` times. Outside the kernel the verifier replaces this function
+    (:mod:`course_lib.grader.verification`): each call is then timed as a batch of one in
+    the student worker, its inputs staged before the clock starts.
+
+    Parameters
+    ----------
+    fn : callable
+        The function to time.
+    args : sequence
+        Its positional arguments, the same for every call.
+    calls : int, default 5
+        Timed calls (at least 1); the median is returned, so one call slowed by a busy
+        neighbour does not decide it.
+
+    Returns
+    -------
+    float
+        Seconds per call (median).
+
+    Examples
+    --------
+    >>> seconds = warm_call_seconds(sorted, (list(range(1000)),))
+    >>> 0 < seconds < 1
+    True
+    """
+    if isinstance(calls, bool) or not isinstance(calls, int) or calls < 1:
+        raise ValueError(f"calls must be a whole number of at least 1, got {calls!r}")
+    args = tuple(args)
+    seconds = []
+    with _grading_session(), _limit_threads(1):
+        fn(*args)  # untimed: a Numba function compiles here
+        enabled = gc.isenabled()
+        gc.disable()  # as in compare: a collection is not the function's time
+        try:
+            for _ in range(calls):
+                t0 = _perf_counter()
+                fn(*args)
+                seconds.append(_perf_counter() - t0)
+        finally:
+            if enabled:
+                gc.enable()
+    return float(statistics.median(seconds))

@@ -1092,6 +1092,38 @@ def _install_remote_helpers() -> None:
     for name in ("preview_peak_memory", "preview_scaling"):  # memory and growth previews, likewise
         setattr(preview, name, lambda *args, **kwargs: None)
 
+    real_warm = grading.warm_call_seconds
+
+    def warm_call_seconds(fn, args, calls=5):
+        if not isinstance(fn, _Remote):
+            return real_warm(fn, args, calls)
+        return _remote_warm_call_seconds(fn, tuple(args), calls)
+
+    warm_call_seconds.__doc__ = real_warm.__doc__
+    grading.warm_call_seconds = warm_call_seconds
+
+
+def _remote_warm_call_seconds(fn: _Remote, args: tuple, calls: int) -> float:
+    """``warm_call_seconds`` outside the kernel: each call a batch of one in the student worker.
+
+    The worker's pools are set to one thread, as the kernel's helper sets them; one untimed
+    call first, then the median of ``calls`` calls timed by this process's clock, inputs
+    staged before it starts (:func:`_staged_call`; the round trip is included, a fraction of
+    a millisecond on a quiet machine).
+    """
+    from course_lib import grading
+
+    if isinstance(calls, bool) or not isinstance(calls, int) or calls < 1:
+        raise ValueError(f"calls must be a whole number of at least 1, got {calls!r}")
+    fn.worker.set_threads(1)
+    _staged_call(fn, args)  # untimed: compiles, if it has not yet
+    seconds = sorted(_staged_call(fn, args)[0] for _ in range(calls))
+    median = statistics.median(seconds)
+    _MEASUREMENTS.append(f"measured outside your kernel: a warm call of {fn.name} took "
+                         f"{_fmt_seconds(median)} (median of {calls}, round trip included); "
+                         f"{grading._cores_text()}")
+    return float(median)
+
 
 # The resident-memory cross-check: RSS also counts what tracemalloc does not trace (parser
 # buffers, the allocator's slack), so it only fails a submission far above the limit.

@@ -4,7 +4,9 @@
 reference does, but runs the loop in the interpreter (no ``@njit``): the same
 decisions as ``admit_slow``, and no faster (indexing NumPy arrays one element at a
 time in the interpreter costs more than lists and dictionaries). Every correctness
-point, no speed point. The answers to the two questions are the reference's.
+point, no speed point, and nothing for the two timings: with nothing to compile, the
+first call is no longer than the warm ones. The answers to the two questions are the
+reference's.
 
 ``wrong``: compiled and fast, but the refill is not capped at ``capacity``, so a
 client that was quiet for a while gets a burst of more than ``capacity`` tokens. No
@@ -20,7 +22,20 @@ grader with one busy neighbour.
 
 ``typed_dict``: ``admit_slow`` compiled as it is, with ``numba.typed.Dict`` for the
 clients' state: the same decisions, 5.0x-6.1x measured (the reference 36x-39x): about half
-the speed points, 3 to 8.5 of 10.
+the speed points, 2.4 to 6.8 of 8. Its own timings are honest, and the grader's ratio is
+built from its warm call (measured in a fresh process: first call 1.31 s, warm call 25 ms,
+against the reference's 0.93 s and 2.5 ms), so they earn the 3 timing points.
+
+The timing check (``test_first_and_warm``) compares ``first_call_s`` and ``warm_call_s``
+with the grader's own reading on the grading machine. Two ways to get it wrong:
+
+``invented``: figures typed in instead of measured (0.2 s and 20 ms, a guess that the
+compile is quick and the loop slow): the warm figure is about 8 times the grader's reading
+and the ratio (10) about 35 times below the grader's: at most a fraction of a point.
+
+``compile_in_warm``: the "warm" figure is the mean of the first two calls, so half of the
+compile is inside it (answer (b) of question 1): the first call is then only about twice
+the warm figure, and the check gives nothing.
 """
 
 VARIANTS = {
@@ -107,8 +122,36 @@ def admit(requests, rate, capacity):
                         requests["cost"].to_numpy(), float(rate), float(capacity))
 ''',
     },
+    "invented": {
+        "first_and_warm": """\
+import time
+
+requests = make_requests(300_000, seed=3)
+first_call_s = 0.2   # typed in, not measured
+warm_call_s = 0.02
+""",
+    },
+    "compile_in_warm": {
+        "first_and_warm": """\
+import time
+
+requests = make_requests(300_000, seed=3)
+start = time.perf_counter()
+admit(requests, 2.0, 10.0)
+first_call_s = time.perf_counter() - start
+start = time.perf_counter()
+admit(requests, 2.0, 10.0)
+second_call_s = time.perf_counter() - start
+warm_call_s = (first_call_s + second_call_s) / 2  # the compile is half inside this figure
+""",
+    },
 }
 
+_OTHER_CORRECTNESS = {"test_admit_visible": "full", "test_admit_hidden": "full", "test_q1": "full", "test_q2": "full"}
+
 EXPECT = {
-    "typed_dict": {"correctness": "full", "test_admit_speed": (3, 8.5)},
+    "slow": {"performance": 0, **_OTHER_CORRECTNESS, "test_first_and_warm": 0},
+    "typed_dict": {"correctness": "full", "test_admit_speed": (2.4, 6.8)},
+    "invented": {"test_admit_speed": "full", **_OTHER_CORRECTNESS, "test_first_and_warm": (0, 0.75)},
+    "compile_in_warm": {"test_admit_speed": "full", **_OTHER_CORRECTNESS, "test_first_and_warm": 0},
 }
