@@ -1,29 +1,120 @@
 """Week 5 submissions that tests/test_assignments.py grades besides the reference.
 
-The memory points follow the course's rule for alternative answers: the technique the
-notebook teaches earns all of them, a half measure earns what its measurement earns on the
-cell's log scale (peak traced memory: all 6 points up to 20 MB, none from 100 MB; deep
-memory: all 5 points at 8 times smaller, none at 4 times). Memory is measured exactly, so
-the expected ranges are narrow: the peaks and factors below were measured in process
-(``memory.peak``, ``memory.frame_memory``; December 2026, pandas 3.1) on the graded sizes.
+The memory and speed points follow the course's rule for alternative answers: the technique
+the notebook teaches earns all of them, a half measure earns what its measurement earns on the
+cell's log scale (peak traced memory of ``region_summary``: all 4 points up to 20 MB, none
+from 100 MB; deep memory: all 3 points at 8 times smaller, none at 4 times; peak traced memory
+of ``hourly_load``: all 3 points up to 75 kB, none from 100 MB; its speed-up over
+``hourly_load_pandas``: all 2 points from 4x, none at 2.5x). Memory is measured exactly, so
+the expected memory ranges are narrow: the peaks and factors below were measured in process
+(``memory.peak``, ``memory.frame_memory``; December 2026, pandas 3.1, SQLite 3.40) on the
+graded sizes. The speed-ups were measured in process too (``timing.compare``, one thread,
+budget 1, load average 3-5 on the 2-core course machine), and the ranges are wide enough for a
+2-core grader with a busy neighbour.
 
 ``slow``: right but memory-hungry. ``region_summary`` loads the whole file (the provided
 version under the student's name: 173 MB); ``compact`` only shrinks the integers (1.1x
-smaller). Every correctness point, no memory point.
+smaller); ``hourly_load`` reads the whole table into pandas and filters there (the provided
+version: 142 MB, 1.0x). Every correctness point, no memory or speed point.
 
-``wrong``: small but wrong. ``region_summary`` reads in chunks and averages the
+``wrong``: small or fast but wrong. ``region_summary`` reads in chunks and averages the
 chunks' means (the classic chunking mistake: chunks hold different numbers of readings
 per region); ``compact`` stores ``kwh`` as float32, which changes most amounts in the
-last digits. No memory point, and not every correctness point.
+last digits; ``hourly_load`` pushes everything into SQL but ends the range with
+``hour < last_hour`` (the last hour is lost). No memory or speed point, and not every
+correctness point: Task 3's three correctness points are all lost.
 
 ``half_measures``: ``region_summary`` reads the whole file at once, but only the three
-columns it needs, with the text as categories (53 MB: about 2.4 of 6 points); ``compact``
-turns the text columns into categories and stops there (5.6x: about 2.5 of 5 points).
+columns it needs, with the text as categories (53 MB: about 1.6 of 4 points); ``compact``
+turns the text columns into categories and stops there (5.6x: about 1.5 of 3 points);
+``hourly_load`` filters in SQL and aggregates in pandas over the 12,000 rows the filter lets
+through (1.8 MB: about 1.7 of the 3 memory points; 11.8x: every speed point).
 
 ``other_full``: ``region_summary`` in 50,000-line chunks of every column (no ``usecols``:
-8.9 MB); ``compact`` with categories and ``int32`` / ``int8`` integers (9.8x). Both are
-below the full-points marks: every point.
+8.9 MB); ``compact`` with categories and ``int32`` / ``int8`` integers (9.8x);
+``hourly_load`` aggregating in SQL through ``cursor.execute(...).fetchall()`` and building the
+table from its rows (23.9 kB, 15.3x). All below the full-points marks: every point.
+
+``cursor_loop``: ``hourly_load`` streams every row of the table through the cursor and sums in
+a Python loop (the other answers are the reference's). It holds almost nothing in memory
+(8.1 kB: every memory point) but moves every row into Python: 1.6x-2.0x, no speed point.
 """
+
+SLOW_HOURLY = '''\
+def hourly_load(path, region, first_hour, last_hour):
+    """Per hour: reads the whole table into pandas, as hourly_load_pandas does."""
+    with contextlib.closing(open_read_only(path)) as db:
+        readings = pd.read_sql("SELECT * FROM readings", db)
+    chosen = readings[(readings["region"] == region)
+                      & readings["hour"].between(first_hour, last_hour)
+                      & (readings["status"] != "fault")]
+    return chosen.groupby("hour")["kwh"].agg(
+        readings="count", total_kwh="sum", mean_kwh="mean", max_kwh="max")
+'''
+
+WRONG_HOURLY = '''\
+def hourly_load(path, region, first_hour, last_hour):
+    """Filter and aggregation in SQLite, but the range stops before last_hour (wrong)."""
+    query = """
+        SELECT hour, COUNT(*) AS readings, SUM(kwh) AS total_kwh,
+               AVG(kwh) AS mean_kwh, MAX(kwh) AS max_kwh
+        FROM readings
+        WHERE region = ? AND hour >= ? AND hour < ? AND status != 'fault'
+        GROUP BY hour ORDER BY hour
+    """
+    with contextlib.closing(open_read_only(path)) as db:
+        load = pd.read_sql(query, db, params=(region, first_hour, last_hour), index_col="hour",
+                           dtype={"readings": "int64", "total_kwh": "float64",
+                                  "mean_kwh": "float64", "max_kwh": "float64"})
+    load.index = load.index.astype("int64")
+    return load
+'''
+
+SQL_FILTER_HOURLY = '''\
+def hourly_load(path, region, first_hour, last_hour):
+    """The filter in SQLite; the aggregation in pandas, over every row the filter lets through."""
+    query = ("SELECT hour, kwh FROM readings "
+             "WHERE region = ? AND hour BETWEEN ? AND ? AND status != 'fault'")
+    with contextlib.closing(open_read_only(path)) as db:
+        chosen = pd.read_sql(query, db, params=(region, first_hour, last_hour),
+                             dtype={"hour": "int64", "kwh": "float64"})
+    return chosen.groupby("hour")["kwh"].agg(
+        readings="count", total_kwh="sum", mean_kwh="mean", max_kwh="max")
+'''
+
+FETCHALL_HOURLY = '''\
+def hourly_load(path, region, first_hour, last_hour):
+    """Filter and aggregation in SQLite through the cursor; the table built from its rows."""
+    query = ("SELECT hour, COUNT(*), SUM(kwh), SUM(kwh) / COUNT(*), MAX(kwh) FROM readings "
+             "WHERE region = ? AND hour >= ? AND hour <= ? AND status <> 'fault' "
+             "GROUP BY hour ORDER BY hour")
+    with contextlib.closing(open_read_only(path)) as db:
+        rows = db.execute(query, (region, first_hour, last_hour)).fetchall()
+    table = pd.DataFrame(rows, columns=["hour", "readings", "total_kwh", "mean_kwh", "max_kwh"])
+    return table.astype({"hour": "int64", "readings": "int64", "total_kwh": "float64",
+                         "mean_kwh": "float64", "max_kwh": "float64"}).set_index("hour")
+'''
+
+CURSOR_LOOP_HOURLY = '''\
+def hourly_load(path, region, first_hour, last_hour):
+    """Every row streamed through the cursor, one at a time: little memory, a Python loop."""
+    totals = {}  # hour -> [readings, total, largest]
+    with contextlib.closing(open_read_only(path)) as db:
+        for row_region, hour, kwh, status in db.execute(
+                "SELECT region, hour, kwh, status FROM readings"):
+            if row_region == region and first_hour <= hour <= last_hour and status != "fault":
+                seen = totals.setdefault(hour, [0, 0.0, kwh])
+                seen[0] += 1
+                seen[1] += kwh
+                seen[2] = max(seen[2], kwh)
+    hours = sorted(totals)
+    return pd.DataFrame({
+        "readings": np.array([totals[h][0] for h in hours], dtype=np.int64),
+        "total_kwh": np.array([totals[h][1] for h in hours], dtype=np.float64),
+        "mean_kwh": np.array([totals[h][1] / totals[h][0] for h in hours], dtype=np.float64),
+        "max_kwh": np.array([totals[h][2] for h in hours], dtype=np.float64),
+    }, index=pd.Index(np.array(hours, dtype=np.int64), name="hour"))
+'''
 
 VARIANTS = {
     "slow": {
@@ -40,6 +131,7 @@ def compact(readings):
     """The integers in the smallest types that hold them; the text columns left as they are."""
     return readings.astype({"meter": "uint16", "hour": "uint8"})
 ''',
+        "hourly_load": SLOW_HOURLY,
     },
     "wrong": {
         "region_summary": '''\
@@ -65,6 +157,7 @@ def compact(readings):
         "status": readings["status"].astype("category"),
     })
 ''',
+        "hourly_load": WRONG_HOURLY,
     },
     "half_measures": {
         "region_summary": '''\
@@ -83,6 +176,7 @@ def compact(readings):
     """Text columns as categories; the integers keep their 8 bytes."""
     return readings.astype({"region": "category", "status": "category"})
 ''',
+        "hourly_load": SQL_FILTER_HOURLY,
     },
     "other_full": {
         "region_summary": '''\
@@ -104,11 +198,17 @@ def compact(readings):
     return readings.astype({"region": "category", "status": "category",
                             "meter": "int32", "hour": "int8"})
 ''',
+        "hourly_load": FETCHALL_HOURLY,
     },
+    "cursor_loop": {"hourly_load": CURSOR_LOOP_HOURLY},
 }
 
 EXPECT = {
-    "half_measures": {"correctness": "full", "test_summary_memory": (1.8, 3.0),
-                      "test_compact_memory": (2.2, 2.8)},
+    "wrong": {"performance": 0, "correctness": "less", "test_hourly_visible": 0, "test_hourly_hidden": 0},
+    "half_measures": {"correctness": "full", "test_summary_memory": (1.2, 2.0),
+                      "test_compact_memory": (1.3, 1.7), "test_hourly_memory": (1.4, 2.0),
+                      "test_hourly_speed": "full"},
     "other_full": {"total": "full"},
+    "cursor_loop": {"correctness": "full", "test_summary_memory": "full", "test_compact_memory": "full",
+                    "test_hourly_memory": "full", "test_hourly_speed": (0, 0.5)},
 }
