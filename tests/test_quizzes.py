@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # a format change that hides questions from the parser fails here, not silently.
 EXPECTED = {
     "week1": (6, 5),  # question 3 asks for a number
-    "week2": (5, 4),  # question 1 is select-all
+    "week2": (4, 3),  # question 1 is select-all
     "week3": (3, 2),  # question 2 asks for a number
     "week4": (3, 3),
     "week5": (0, 0),

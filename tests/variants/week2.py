@@ -20,6 +20,13 @@ per second of the log: 5.0x-5.4x measured, about half the speed points (1 to 2.2
 
 ``sliding_window_view``: ``sliding_window_view(counts, window).max(axis=1)``, which the
 notebook suggests: 29x-30x measured, all the points.
+
+``invented_readings``: every answer the reference's, but Part 2's thirty readings are typed
+in (about 2 ms each, the size of a ``peak_fast`` call) instead of measured: they have the
+right shape, type and sign and ``SPREAD`` is computed from them, so the visible test passes,
+but the grader's own readings of ``peak_slow`` on logs of 20,000 seconds took 19-37 ms
+(medians, December 2026, load average 3-5), about ten times longer: the point for measured
+readings is lost, and only that point.
 """
 
 SLOW_PEAK = '''
@@ -73,14 +80,42 @@ def peak_fast(counts, window=WINDOW):
     return sliding_window_view(counts, window).max(axis=1).astype(np.int64)
 '''
 
+INVENTED_READINGS = '''
+def single_timings(fn, make_args, repeat=30):
+    """Seconds of ``repeat`` single calls ``fn(*make_args())``, fresh arguments for each."""
+    readings = []
+    for _ in range(repeat):
+        args = make_args()
+        start = time.perf_counter()
+        fn(*args)
+        readings.append(time.perf_counter() - start)
+    return np.array(readings)
+
+
+# Typed in, not measured: plausible-looking numbers of about 2 ms.
+readings = np.array([2.31, 2.05, 1.98, 2.12, 2.01, 1.95, 2.44, 2.03, 1.99, 2.07,
+                     2.10, 1.97, 2.02, 2.68, 2.00, 1.96, 2.04, 2.09, 1.98, 2.11,
+                     2.03, 2.01, 1.99, 2.15, 2.06, 1.97, 2.02, 2.00, 2.08, 1.98]) / 1e3
+SPREAD = readings.max() / readings.min()
+fig, ax = plt.subplots(figsize=(6, 2.5))
+ax.plot(np.arange(1, len(readings) + 1), readings * 1e3, "o-")
+ax.axhline(np.median(readings) * 1e3, color="grey", linestyle="--", label="median")
+ax.set(xlabel="reading", ylabel="ms", title=f"{len(readings)} timings of one call: {SPREAD:.2f}x apart")
+ax.legend();
+'''
+
 VARIANTS = {
     "slow": {"peak_fast": SLOW_PEAK},
     "wrong": {"peak_fast": WRONG_PEAK},
     "deque": {"peak_fast": DEQUE_PEAK},
     "sliding_window_view": {"peak_fast": SLIDING_PEAK},
+    "invented_readings": {"single_timings": INVENTED_READINGS},
 }
 
 EXPECT = {
     "deque": {"correctness": "full", "test_peak_speed": (0.8, 2.2)},
     "sliding_window_view": {"total": "full"},
+    "invented_readings": {"test_timings_measured": 0, "test_timings_visible": "full",
+                          "test_timings_hidden": "full", "test_peak_speed": "full",
+                          "correctness": (16, 16)},
 }
