@@ -5,6 +5,10 @@ source that replaces it; answer cells not named keep the reference solution. Tas
 two things: the array code (``test_vectorised_speed``: one worker against the slow version)
 and the parallel work (``test_parallel_speed``: all the grading worker's cores against the
 submission's own one-worker run, with at least 1.25 working threads or processes at once).
+Task 4 grades the crossover (``test_crossover``: the student's table and crossover against the
+grader's own measurement of the provided ``overtime`` runs), Task 5 a ``prange`` count
+(``test_prange_visible``, ``test_prange_hidden``: identical to the serial count on fresh
+inputs and on several threads).
 """
 
 VARIANTS = {
@@ -87,9 +91,65 @@ def estimate(seed, n_tasks, n_scenarios, workers=1):
     return summarise(late, total_days, n_tasks * n_scenarios)
 ''',
     },
+    # Task 5 with a race: the prange runs over the scenarios and every iteration adds into the
+    # shared counts. Right on one thread; on two, increments are lost (in 8 of 8 runs at 8
+    # million scenarios, load 5): the hidden tests fail. The 3,000 scenarios of the visible
+    # test are over in well under a millisecond, so the threads seldom overlap there.
+    "racy_prange": {
+        "late_counts": '''
+import warnings
+
+import numba
+from numba import njit, prange
+from numba.core.errors import NumbaWarning
+
+warnings.simplefilter("ignore", NumbaWarning)
+
+
+@njit(parallel=True)
+def late_counts_kernel(days, deadlines):
+    """A prange over the scenarios, each adding into the shared counts: a race."""
+    counts = np.zeros(deadlines.shape[0], dtype=np.int64)
+    for i in prange(days.shape[0]):
+        for j in range(deadlines.shape[0]):
+            if days[i] > deadlines[j]:
+                counts[j] += 1
+    return counts
+
+
+def late_counts(days, deadlines, workers=1):
+    numba.set_num_threads(max(1, min(workers, numba.config.NUMBA_NUM_THREADS)))
+    return late_counts_kernel(days, deadlines)
+''',
+    },
+    # Task 4 read backwards: timing.compare(pool, serial) instead of compare(serial, pool), so
+    # every ratio is the serial run's speed-up over the pool. The table says the pool wins at
+    # the small sizes and loses at the large ones, the reported crossover is the smallest size
+    # (or none): far from the grader's, and the small end of the table on the wrong side of 1.
+    # (Where the grader's two readings differ, one finding no crossover, a reported "none" falls
+    # in their range: the range below allows for that.)
+    "wrong_crossover": {
+        "crossover": '''
+crossover_table = {}
+for n in [25, 100, 400, 1_600, 6_400, 12_800]:
+    run = timing.compare(lambda seed: overtime(seed, CROSSOVER_TASKS, n, POOL_WORKERS),
+                         lambda seed: overtime(seed, CROSSOVER_TASKS, n, 1),
+                         make_args=lambda: (fresh_seed(),), budget=0.3)
+    crossover_table[n] = run.ratio
+_sizes = sorted(crossover_table)
+crossover_size = next((n for n in _sizes if all(crossover_table[m] > 1 for m in _sizes if m >= n)), None)
+''',
+    },
 }
+
+_OTHER_CORRECTNESS = {"test_task_visible": "full", "test_task_hidden": "full", "test_estimate_visible": "full",
+                      "test_estimate_hidden": "full", "test_q1": "full", "test_q2": "full", "test_q3": "full"}
 
 EXPECT = {
     "serial_vectorised": {"correctness": "full", "test_vectorised_speed": "full", "test_parallel_speed": 0},
     "processes": {"total": "full"},
+    "racy_prange": {**_OTHER_CORRECTNESS, "test_prange_hidden": 0, "test_prange_visible": (0, 1),
+                    "test_crossover": "full", "performance": "full"},
+    "wrong_crossover": {**_OTHER_CORRECTNESS, "test_prange_visible": "full", "test_prange_hidden": "full",
+                        "test_crossover": (0, 1.5), "performance": "full"},
 }
