@@ -4,8 +4,8 @@ Each maps the ``grade_id`` of an answer cell of ``solutions/week4/week4.ipynb`` 
 source that replaces it; answer cells not named keep the reference solution.
 
 The pipeline has three suspects: ``daily_revenue``, two nested Python loops that look guilty
-and take 3-8% of the run; ``bought_together``, one large matrix product, 15-20%; and
-``rank_products``, one sort and a list search per product, 74-80% (shares from cProfile,
+and take 2-8% of the run; ``bought_together``, one large matrix product, 15-27%; and
+``rank_products``, one sort and a list search per product, 70-80% (shares from cProfile,
 one thread, 50,000 lines, the 2-core course machine with busy neighbours). So the speed
 points follow the course's rule for alternative answers with Amdahl's ceiling in view: a fix
 of the hotspot reaches about 4x for the whole report and earns all of them (full at 1.8x,
