@@ -112,6 +112,15 @@ def test_calibration_report_gives_margin_suggestions_and_warns_of_refused_cells(
     assert "warning: busy: 0/3: could not be verified" in text
 
 
+def test_a_cell_scored_exactly_is_reported_as_nothing_to_calibrate():
+    # Week 5's deep-memory cell is named *_memory but scores log_points on exact byte counts.
+    exact = authoring.CellCalibration("test_compact_memory", "memory",
+                                      tuple(authoring.thresholds("log_points(ratio, 8, 1.5, 3)")))
+    text = authoring.format_calibration("wk", [exact])
+    assert "test_compact_memory (memory): no measuring helper in the cell" in text
+    assert "nothing to calibrate" in text and "not measured" not in text
+
+
 @pytest.mark.parametrize("x, nice", [(3.3, 3.0), (9.99, 8.0), (10.0, 10.0), (27.0, 25.0), (0.042, 0.04)])
 def test_suggested_thresholds_are_round_numbers_never_above_the_value(x, nice):
     assert authoring._nice(x) == pytest.approx(nice)

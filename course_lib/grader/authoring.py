@@ -784,8 +784,14 @@ def format_calibration(assignment: str, cells: list[CellCalibration], load: str 
              + (f" ({load})" if load else "") + "."]
     for cell in cells:
         lines.append("")
-        lines.append(f"{cell.grade_id} ({cell.kind}): " + ("; ".join(t.helper + "(" + t.describe() + ")"
-                                                                    for t in cell.thresholds) or "no helper call found"))
+        if not cell.thresholds:
+            # A cell named like a performance cell whose score is computed exactly (week 5's
+            # deep memory: log_points on a ratio of exact byte counts) has nothing to time.
+            lines.append(f"{cell.grade_id} ({cell.kind}): no measuring helper in the cell (scored exactly, "
+                         f"e.g. with log_points): nothing to calibrate")
+            continue
+        lines.append(f"{cell.grade_id} ({cell.kind}): " + "; ".join(t.helper + "(" + t.describe() + ")"
+                                                                   for t in cell.thresholds))
         for label, values in (("quiet", cell.quiet), ("busy ", cell.busy)):
             if values:
                 lines.append(f"  {label}  {_spread(cell.kind, values)}  ({len(values)} runs)")
