@@ -50,12 +50,13 @@ def _edited(grade_id, old, new):
     return source.replace(old, new)
 
 
-# The provided stages, tidied: every correctness point, about 1x.
+# The provided stages, tidied: every correctness point, about 1x. The stages carry the names
+# the report cell times (parse_fast, sessionise_fast), so its report is measured on this job.
 SLOW_JOB = '''
-def job_fast(text):
-    """The provided job with a tidier parse: still one strptime per line, one filter per user."""
+def parse_fast(text):
+    """parse(text), tidied: still one strptime per line."""
     rows = [line.split(" ") for line in text.splitlines()]
-    events = pd.DataFrame({
+    return pd.DataFrame({
         "t": [calendar.timegm(datetime.datetime.strptime(r[0], "%Y-%m-%dT%H:%M:%S").timetuple())
               for r in rows],
         "user": [int(r[1][1:]) for r in rows],
@@ -63,7 +64,15 @@ def job_fast(text):
         "status": [int(r[3]) for r in rows],
         "bytes": [int(r[4]) for r in rows],
     })
-    return report(summarise(sessionise(events)))
+
+
+def sessionise_fast(events):
+    """The provided sessionise: one filter of the whole table per user."""
+    return sessionise(events)
+
+
+def job_fast(text):
+    return report(summarise(sessionise_fast(parse_fast(text))))
 '''
 
 # The whole kernel with ">=" for ">": a pause of exactly GAP seconds opens a new session. A
@@ -84,16 +93,17 @@ def sessionise_fast(events):
 
 
 def parse_fast(text):
+    """The provided parse, untouched."""
     return parse(text)
 
 
 def job_fast(text):
-    return report(summarise(sessionise_fast(parse(text))))
+    return report(summarise(sessionise_fast(parse_fast(text))))
 '''
 
 # A tidier loop over the lines: datetime.fromisoformat (written in C) in place of strptime,
 # still a Python tuple per line; sessionise fixed as in the reference.
-LINE_LOOP_JOB = _edited("job_fast", "def job_fast(text):", '''def parse_lines(text):
+LINE_LOOP_JOB = _edited("job_fast", "def sessionise_fast(events):", '''def parse_lines(text):
     """parse(text) in a tidier loop: fromisoformat instead of strptime."""
     utc = datetime.timezone.utc
     rows = []
@@ -104,20 +114,26 @@ LINE_LOOP_JOB = _edited("job_fast", "def job_fast(text):", '''def parse_lines(te
     return pd.DataFrame(rows, columns=["t", "user", "path", "status", "bytes"])
 
 
-def job_fast(text):''').replace("return report(summarise(sessionise_fast(parse_fast(text))))",
-                                 "return report(summarise(sessionise_fast(parse_lines(text))))")
+parse_fast = parse_lines  # the stage the report times and job_fast calls
+
+
+def sessionise_fast(events):''')
 
 # Measure-first skipped: the stage that looks worst (the per-user filter) fixed properly, the
 # stage that dominates left alone, and the guess written down as the dominant stage.
 NON_DOMINANT_ANSWERS = _edited("answers_task1",
                                'dominant_stage = str(before_sw.table()["seconds"].idxmax())',
                                'dominant_stage = "sessionise"')
-NON_DOMINANT_JOB = _edited("job_fast", "return report(summarise(sessionise_fast(parse_fast(text))))",
-                           "return report(summarise(sessionise_fast(parse(text))))")
+NON_DOMINANT_JOB = _edited("job_fast", "def job_fast(text):", '''parse_fast = parse  # left alone
+
+
+def job_fast(text):''')
 
 # Only the stage that dominates fixed: parse by pandas, the provided sessionise kept.
-DOMINANT_ONLY_JOB = _edited("job_fast", "return report(summarise(sessionise_fast(parse_fast(text))))",
-                            "return report(summarise(sessionise(parse_fast(text))))")
+DOMINANT_ONLY_JOB = _edited("job_fast", "def job_fast(text):", '''sessionise_fast = sessionise  # left alone
+
+
+def job_fast(text):''')
 
 # The Numba kernel in the job instead of the NumPy one: the other route, full marks.
 NUMBA_JOB = _edited("job_fast", 'ordered["session"] = session_ids_numpy(', 'ordered["session"] = session_ids_numba(')
@@ -149,7 +165,7 @@ VARIANTS = {
 EXPECT = {
     "group_loop": {"correctness": "full", "test_job_speed": 0},
     "line_loop": {"correctness": "full", "test_job_speed": (3, 6)},
-    "non_dominant": {"test_dominant_hidden": 0, "test_job_speed": (0, 1)},
+    "non_dominant": {"test_dominant_hidden": 0, "test_job_speed": (0, 1), "test_report_hidden": "full"},
     "dominant_only": {"correctness": "full", "test_job_speed": (2.5, 6)},
     "liar_identical": {"test_report_hidden": 0, "test_job_speed": 0, "test_kernels_hidden": 0},
     "liar_timings": {"test_report_hidden": 0, "test_job_speed": "full", "test_report_visible": "full"},
