@@ -28,7 +28,8 @@ PLACEHOLDER = "measure-first/" + "measure-first"  # split, so that this file is 
 
 # Library idioms that a solution or hidden test uses as the book and course_lib's own
 # docstrings do; they reveal nothing. Any other overlap fails the test, to be looked at.
-_IDIOMS = {"start = time.perf_counter()", 'with sw("load"):', "for _ in range(5):"}
+_IDIOMS = {"start = time.perf_counter()", 'with sw("load"):', "for _ in range(5):", "import subprocess",
+           "return seconds"}
 _MIN_CHARS = 12
 
 
@@ -118,8 +119,8 @@ def test_readme_grading_is_generated_from_the_notebooks(student):
     # so are correctness cells
     assert re.search(r"\| `test_price_speed` \| Part 4 \| 4 \| hidden \| partial credit: .*0 points at 60x", text)
     assert re.search(r"\| `test_peak_speed` \| Part 1 \| 3 \| hidden \| partial credit: .*0 points at 2x", text)
-    assert re.search(r"\| `test_summary_memory` \| - \| 6 \| hidden \| partial credit: .*20 MB", text)
-    assert re.search(r"\| `test_compact_memory` \| - \| 5 \| visible \| partial credit", text)
+    assert re.search(r"\| `test_summary_memory` \| - \| 4 \| hidden \| partial credit: .*20 MB", text)
+    assert re.search(r"\| `test_compact_memory` \| - \| 3 \| visible \| partial credit", text)
     assert re.search(r"\| `test_count_speed` \| - \| 4 \| hidden \| all or nothing", text)
     assert re.search(r"\| `test_price_visible` \| Part 4 \| 1 \| visible \| all or nothing \|", text)
     assert "22 points; 4 of them by partial credit, 2 marked by hand." in text
