@@ -306,14 +306,15 @@ def test_input_generation_is_not_timed():
 
 def test_slow_inputs_cannot_stretch_the_rounds_past_twice_the_budget():
     # Each input takes 50 ms to make (sleeping, so load does not change it); each
-    # side's part of a round is one ~1 ms call. A budget of 0.2 s of timed calls
+    # side's part of a round is one call of about 0.5-1 ms. A budget of 0.2 s of timed calls
     # would allow ~100 rounds of 2 ms, i.e. 10 s of making inputs. The wall limit
     # (twice the budget) stops the rounds at the minimum instead.
     def slow_inputs():
         time.sleep(0.05)
         return (15_000,)
 
-    c = timing.compare(work, work, make_args=slow_inputs, budget=0.2, min_round=0.0005)
+    # min_round well under one call (0.5 ms quiet, more under load): one call per side.
+    c = timing.compare(work, work, make_args=slow_inputs, budget=0.2, min_round=0.0001)
     assert c.rounds == timing._min_rounds(0.95)
     assert c.loops_baseline == c.loops_candidate == 1
 
