@@ -82,7 +82,10 @@ def read_frame(fd: int) -> bytes:
 
 def write_frame(fd: int, data: bytes) -> None:
     """Write ``data`` to ``fd`` as one length-prefixed message."""
-    view = memoryview(_HEADER.pack(len(data)) + data)
+    _write_all(fd, memoryview(_HEADER.pack(len(data)) + data))
+
+
+def _write_all(fd: int, view: memoryview) -> None:
     while view:
         view = view[os.write(fd, view):]
 
@@ -110,8 +113,13 @@ class Inputs(NamedTuple):
     buffers: list[memoryview]
 
     @property
+    def sizes(self) -> list[int]:
+        """Each buffer's size in bytes, as the receiver needs them (:func:`receive_inputs`)."""
+        return [b.nbytes for b in self.buffers]
+
+    @property
     def nbytes(self) -> int:
-        return len(self.data) + sum(b.nbytes for b in self.buffers)
+        return len(self.data) + sum(self.sizes)
 
 
 def pack_inputs(obj: Any) -> Inputs:
@@ -142,9 +150,7 @@ def send_inputs(fd: int, header: bytes, inputs: Inputs) -> None:
     """``header`` as a frame, then the raw bytes of every buffer (their sizes are in it)."""
     write_frame(fd, header)
     for buffer in inputs.buffers:
-        view = buffer
-        while view:
-            view = view[os.write(fd, view):]
+        _write_all(fd, buffer)
 
 
 def receive_inputs(fd: int, data: bytes, sizes: list[int]) -> Any:

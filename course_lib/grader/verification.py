@@ -548,7 +548,7 @@ def _stage(worker: _Worker, payload: Inputs, honest: float | None = None) -> flo
     """
     pid = worker.pid
     before, own = _cpu_seconds(pid), time.thread_time()
-    header = pickle.dumps(("stage", payload.data, [b.nbytes for b in payload.buffers]),
+    header = pickle.dumps(("stage", payload.data, payload.sizes),
                           protocol=pickle.HIGHEST_PROTOCOL)
     _reply(worker.send(header, inputs=payload))
     own = time.thread_time() - own  # writing into the pipe costs about what reading from it does
@@ -732,7 +732,7 @@ class _ReferenceProcess:
         as "receiving" let a student's worker do 90 ms of work per batch unbilled.
         """
         before = _cpu_seconds(self.pid)
-        header = b"stage " + pickle.dumps((payload.data, [b.nbytes for b in payload.buffers]),
+        header = b"stage " + pickle.dumps((payload.data, payload.sizes),
                                           protocol=pickle.HIGHEST_PROTOCOL)
         send_inputs(self._w, header, payload)
         answer = read_frame(self._r)
