@@ -8,7 +8,9 @@ submission's own one-worker run, with at least 1.25 working threads or processes
 Task 4 grades the crossover (``test_crossover``: the student's table and crossover against the
 grader's own measurement of the provided ``overtime`` runs), Task 5 a ``prange`` count
 (``test_prange_visible``, ``test_prange_hidden``: identical to the serial count on fresh
-inputs and on several threads).
+inputs and on several threads; ``test_prange_speed``: its loop really shared among the
+threads, at least 1.25 of them at work at once on average, measured outside the kernel as
+every performance cell is).
 """
 
 VARIANTS = {
@@ -122,6 +124,33 @@ def late_counts(days, deadlines, workers=1):
     return late_counts_kernel(days, deadlines)
 ''',
     },
+    # The count compiled, right and race-free, but serial: `@njit` without parallel=True and
+    # `range` where `prange` belongs. Identical on any number of threads, so every correctness
+    # point; one thread does all the work, so not Task 5's parallel point (test_prange_speed).
+    "serial_kernel": {
+        "late_counts": '''
+import numba
+from numba import njit
+
+
+@njit
+def late_counts_kernel(days, deadlines):
+    """Each deadline's count in turn, on one thread."""
+    counts = np.zeros(deadlines.shape[0], dtype=np.int64)
+    for j in range(deadlines.shape[0]):
+        late = 0
+        for i in range(days.shape[0]):
+            if days[i] > deadlines[j]:
+                late += 1
+        counts[j] = late
+    return counts
+
+
+def late_counts(days, deadlines, workers=1):
+    numba.set_num_threads(max(1, min(workers, numba.config.NUMBA_NUM_THREADS)))
+    return late_counts_kernel(days, deadlines)
+''',
+    },
     # Task 4 read backwards: timing.compare(pool, serial) instead of compare(serial, pool), so
     # every ratio is the serial run's speed-up over the pool. The table says the pool wins at
     # the small sizes and loses at the large ones, the reported crossover is the smallest size
@@ -145,11 +174,20 @@ crossover_size = next((n for n in _sizes if all(crossover_table[m] > 1 for m in 
 _OTHER_CORRECTNESS = {"test_task_visible": "full", "test_task_hidden": "full", "test_estimate_visible": "full",
                       "test_estimate_hidden": "full", "test_q1": "full", "test_q2": "full", "test_q3": "full"}
 
+# Task 5's parallel point (test_prange_speed) checks the prange count, which `slow` and
+# `wrong` take from the reference: they earn it, their other performance points are 0.
 EXPECT = {
+    "slow": {"correctness": "full", "test_vectorised_speed": 0, "test_parallel_speed": 0,
+             "test_prange_speed": "full"},
+    "wrong": {"correctness": "less", "test_vectorised_speed": 0, "test_parallel_speed": 0,
+              "test_prange_speed": "full"},
     "serial_vectorised": {"correctness": "full", "test_vectorised_speed": "full", "test_parallel_speed": 0},
     "processes": {"total": "full"},
     "racy_prange": {**_OTHER_CORRECTNESS, "test_prange_hidden": 0, "test_prange_visible": (0, 1),
-                    "test_crossover": "full", "performance": "full"},
+                    "test_prange_speed": 0, "test_crossover": "full", "test_vectorised_speed": "full",
+                    "test_parallel_speed": "full"},
+    "serial_kernel": {"correctness": "full", "test_prange_speed": 0, "test_vectorised_speed": "full",
+                      "test_parallel_speed": "full"},
     "wrong_crossover": {**_OTHER_CORRECTNESS, "test_prange_visible": "full", "test_prange_hidden": "full",
-                        "test_crossover": (0, 1.5), "performance": "full"},
+                        "test_prange_speed": "full", "test_crossover": (0, 1.5), "performance": "full"},
 }
