@@ -32,12 +32,12 @@ demo: $(STAMP)
 	@echo "   the book:             $(CURDIR)/$(BOOK_HTML)/index.html"
 	@echo "   the students' public repository (no solutions): $(BIN)/course student-repo ../students --url https://github.com/ORG/REPO --git"
 
-# Two pytest-xdist workers, each running whole groups of tests (tests/conftest.py): on the
+# Two pytest-xdist workers, each running whole groups of tests (scopes: tests/conftest.py): on the
 # 2-core machines CI and Codespaces give, each worker is the other's busy neighbour, the
 # condition every timed check here is sized for. TEST_WORKERS=0 runs in one process.
 TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadscope
 
 # The book (Jupyter Book 1): strict (-W -n), executed chapters cached by their code.
 # MEASURE_FIRST_SIZE=small (the default here) builds the whole book in minutes; =full

@@ -1,28 +1,44 @@
 """Shared test settings: a non-interactive plotting backend, and the groups `make test`
 hands to its two pytest-xdist workers."""
 
-import os
+from __future__ import annotations
 
-import pytest
+import os
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-# `make test` runs two workers with --dist loadgroup: a group runs whole on one worker, in
-# one process, so a module's module-scoped fixtures (a graded batch, a listener on a fixed
-# port) are built once. Every test is grouped by its module, except:
-# - each assignment's self-test (nbgrader grading of 5-14 notebooks, up to a quarter of the
+# `make test` runs two pytest-xdist workers. A group runs whole on one worker, in one
+# process, so a module's module-scoped fixtures (a graded batch, a listener on a fixed
+# port) are built once. Every test is grouped by its file, except:
+# - each assignment's self-test (nbgrader grading of 5-14 notebooks, up to a sixth of the
 #   suite) is a group of its own, so the longest ones run side by side;
 # - the two book modules share one group: they share one build of _build/ (book_support).
-_OWN_GROUP = {"test_assignment_grades_reference_untouched_slow_and_wrong_as_designed"}
-_SHARED_GROUP = {"test_book": "book", "test_book_browser": "book"}
+# (xdist's own --dist loadgroup cannot do this under pytest 9, whose test ids no longer
+# take the group suffix that loadgroup reads; so this file gives xdist its scheduler.)
+_OWN_GROUP = "tests/test_assignments.py::test_assignment_grades_reference_untouched_slow_and_wrong_as_designed["
+_SHARED_GROUP = {"tests/test_book.py": "book", "tests/test_book_browser.py": "book"}
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Give every test an ``xdist_group`` mark (used only under ``--dist loadgroup``)."""
-    for item in items:
-        module = getattr(item, "module", None)  # doctests of course_lib: their file
-        module = module.__name__.rpartition(".")[2] if module else str(item.path)
-        group = _SHARED_GROUP.get(module, module)
-        if getattr(item, "originalname", item.name) in _OWN_GROUP:
-            group = item.nodeid
-        item.add_marker(pytest.mark.xdist_group(group))
+def group_of(nodeid: str) -> str:
+    """The group a test runs in, by its pytest node id.
+
+    >>> group_of("tests/test_amdahl.py::test_ceiling[0.9-10.0]")
+    'tests/test_amdahl.py'
+    >>> group_of("tests/test_book_browser.py::test_pages_render")
+    'book'
+    """
+    if nodeid.startswith(_OWN_GROUP):
+        return nodeid
+    path = nodeid.split("::", 1)[0]
+    return _SHARED_GROUP.get(path, path)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's scope scheduler, with :func:`group_of` as the scope."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class _GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    return _GroupScheduling(config, log)
