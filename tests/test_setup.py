@@ -126,7 +126,7 @@ def test_demo_and_test_run_the_right_command(makefile):
     # the demo starts with the library's ETL demo; later steps (grading, book) follow it
     assert rules["demo"]["recipe"][0] == ".venv/bin/python -m course_lib.demo"
     # two pytest-xdist workers, whole groups each (tests/conftest.py); TEST_WORKERS=0: one process
-    assert rules["test"]["recipe"] == [".venv/bin/python -m pytest -n 2 --dist loadscope"]
+    assert rules["test"]["recipe"] == [".venv/bin/python -m pytest -n 2 --dist loadscope --no-loadscope-reorder"]
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
@@ -145,7 +145,7 @@ def test_make_itself_installs_before_demo_and_test():
     assert any("-r requirements.lock" in line for line in install)
     demo = dry_run("demo")
     assert demo[: len(install) + 1] == install + [".venv/bin/python -m course_lib.demo"]
-    assert dry_run("test") == install + [".venv/bin/python -m pytest -n 2 --dist loadscope"]
+    assert dry_run("test") == install + [".venv/bin/python -m pytest -n 2 --dist loadscope --no-loadscope-reorder"]
 
 
 # --- .ci/run ---------------------------------------------------------------------------------
