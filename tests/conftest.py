@@ -37,12 +37,9 @@ def pytest_collection_modifyitems(config, items) -> None:
     """Self-tests first, the later weeks first: xdist hands out groups in this order, and the
     longest (week 8's twelve notebooks, about 17 minutes beside the other worker; week 7's)
     must not start last."""
-    def selftest_first(item) -> tuple[int, str]:
-        if item.nodeid.startswith(_OWN_GROUP):
-            return (0, "".join(chr(0x10FFFF - ord(c)) for c in item.nodeid))  # names descending
-        return (1, "")
-
-    items.sort(key=selftest_first)  # stable: every other test keeps its place
+    selftests = sorted((i for i in items if i.nodeid.startswith(_OWN_GROUP)), key=lambda i: i.nodeid,
+                       reverse=True)
+    items[:] = selftests + [i for i in items if not i.nodeid.startswith(_OWN_GROUP)]
 
 
 def pytest_xdist_make_scheduler(config, log):
