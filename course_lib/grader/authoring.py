@@ -409,6 +409,8 @@ class SelftestRow:
     maxima: dict[str, float]
     problems: tuple[str, ...] = ()
     flags: tuple[str, ...] = ()
+    measured: dict[str, float] = field(default_factory=dict)
+    """Speed-ups measured outside the kernel, by grade id of the speed cell."""
 
     @property
     def ok(self) -> bool:
@@ -520,12 +522,12 @@ def selftest(course, assignment: str, variants: str | Path | None = None,
         result = next((r for r in results if r.student == kind), None)
         cells = {g: float(result.cell_scores.get(g, 0.0)) if result else 0.0 for g in maxima}
         flags = tuple(f.label for f in result.flags) if result else ("not graded",)
-        row = SelftestRow(kind, cells, maxima, (), flags)
+        row = SelftestRow(kind, cells, maxima, (), flags, dict(result.speedups) if result else {})
         if kind == "reference":
             reference = row
         rows.append(row)
     return [SelftestRow(r.kind, r.cells, r.maxima, tuple(_unexpected(r, expect.get(r.kind, {}), reference)),
-                        r.flags) for r in rows]
+                        r.flags, r.measured) for r in rows]
 
 
 def validate_release(course, assignment: str, timeout: int = 60) -> list[str]:

@@ -24,6 +24,9 @@ points (about 1 at its usual speed).
 ``hint``: written from the hint in Part 4 (``Series.map`` with a dict, ``.astype("float64")``
 on the categorical result, comparisons and ``numpy.select``), 150x-160x measured: full marks,
 which also checks that following the hint works.
+
+``loc``: whole columns another way: the day rate for every row, then ``.loc`` overwrites the
+peak and the night rows (191x-197x measured in process, load 1.7): full marks.
 """
 
 SLOW_PRICE = '''
@@ -93,16 +96,29 @@ def price_fast(readings):
     return readings.assign(pence=readings["kwh"] * rate)
 '''
 
+LOC_PRICE = '''
+def price_fast(readings):
+    """Whole columns: the day rate everywhere, then .loc overwrites the peak and night rows."""
+    rate = readings["tariff"].map(DAY_RATE).astype("float64")
+    peak = (readings["hour"] >= 16) & (readings["hour"] < 19)
+    rate.loc[peak] = readings.loc[peak, "tariff"].map(PEAK_RATE).astype("float64")
+    night = (readings["tariff"] == "economy7") & (readings["hour"] < 7)
+    rate.loc[night] = NIGHT_RATE
+    return readings.assign(pence=readings["kwh"] * rate)
+'''
+
 VARIANTS = {
     "slow": {"price_fast": SLOW_PRICE},
     "wrong": {"price_fast": WRONG_PRICE},
     "zip": {"price_fast": ZIP_PRICE},
     "itertuples": {"price_fast": ITERTUPLES_PRICE},
     "hint": {"price_fast": HINT_PRICE},
+    "loc": {"price_fast": LOC_PRICE},
 }
 
 EXPECT = {
     "zip": {"correctness": "full", "test_price_speed": (0, 3)},
     "itertuples": {"correctness": "full", "test_price_speed": 0},
     "hint": {"total": "full"},
+    "loc": {"total": "full"},
 }
