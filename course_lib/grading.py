@@ -107,6 +107,8 @@ import numpy as np
 import pandas as pd
 
 from course_lib import _concurrency, complexity, memory, timing
+from course_lib._fresh_call import fresh_call_seconds as _fresh_call_seconds
+from course_lib._numba_report import prange_loops
 
 __all__ = [
     "GradingError",
@@ -122,6 +124,7 @@ __all__ = [
     "peak_memory_points",
     "scaling_points",
     "warm_call_seconds",
+    "first_call_seconds",
 ]
 
 
@@ -465,7 +468,8 @@ def assert_speedup(
                                threads)
     needed = at_least * (1.0 - margin)
     with _grading_session():
-        result = _measure_speedup(candidate, baseline, make_args, settings, fastest=at_least, boundaries=(needed,))
+        result = _measure_speedup(candidate, baseline, make_args, settings, fastest=at_least,
+                                  decision=_Decision(passes_at=needed))
         if not result.ratio >= needed:
             raise GradingError(
                 f"Not fast enough: your function measured {_fmt_ratio(result.ratio)}x as fast as "
@@ -545,9 +549,9 @@ def speedup_points(
         )
     settings = _speed_settings(budget, margin, min_call_seconds, checks, verify_budget, check, rtol, atol,
                                threads)
-    boundaries = (zero_at * (1.0 - margin), full_at * (1.0 - margin))
+    decision = _Decision(full_at=full_at, zero_at=zero_at, points=points, margin=margin)
     with _grading_session():
-        result = _measure_speedup(candidate, baseline, make_args, settings, fastest=full_at, boundaries=boundaries)
+        result = _measure_speedup(candidate, baseline, make_args, settings, fastest=full_at, decision=decision)
     return _points_for(result.ratio, full_at, zero_at, points, margin)
 
 
@@ -568,6 +572,7 @@ def parallel_points(
     margin: float = 0.1,
     min_call_seconds: float = 0.02,
     checks: int = 3,
+    compiled: Any = None,
 ) -> float:
     """Partial credit for parallel work: ``candidate`` on ``workers`` workers against itself on one.
 
@@ -598,6 +603,11 @@ def parallel_points(
        once: at least ``min_concurrency`` threads or processes running or ready to run
        on average (median over the rounds). Tasks run one after another, or one thread
        that works while others wait, score 0 with a message.
+    5. **Numba's own report**, when ``compiled`` names the Numba function whose ``prange``
+       loop does the work: its compiled versions must hold a parallel region made from a
+       ``prange`` loop (:func:`course_lib._numba_report.prange_loops`). A thread that only
+       burns CPU beside a serial kernel passes the count of step 4, not this, and its
+       speed-up stays near 1x, which the thresholds should leave without points.
 
     ``workers`` must be at least 2 and at most the cores this process may use (its CPU
     affinity); otherwise the measurement is refused (:class:`UnreliableMeasurement`):
@@ -630,6 +640,8 @@ def parallel_points(
         (its threads must be sampled several times).
     checks : int, default 3
         Fresh inputs checked before timing (at least 2).
+    compiled : Numba function, optional
+        The kernel whose ``prange`` loop must have been made parallel by Numba.
 
     Returns
     -------
@@ -639,7 +651,8 @@ def parallel_points(
     Raises
     ------
     GradingError
-        A wrong or worker-dependent result, an exception, or no concurrency.
+        A wrong or worker-dependent result, an exception, no concurrency, or (with
+        ``compiled``) no parallel ``prange`` loop in Numba's report.
     UnreliableMeasurement
         Fewer than 2 or more than the available cores, calls too short to sample, or a
         system without per-thread accounts.
@@ -665,12 +678,14 @@ def parallel_points(
     """
     settings = _parallel_settings(workers, full_at, zero_at, points, budget, within, min_concurrency,
                                   rtol, atol, margin, min_call_seconds, checks)
-    boundaries = (zero_at * (1.0 - margin), full_at * (1.0 - margin))
+    decision = _Decision(full_at=full_at, zero_at=zero_at, points=points, margin=margin)
     with _grading_session():
         try:
-            result = _measure_parallel(candidate, reference, make_args, settings, boundaries)
+            result = _measure_parallel(candidate, reference, make_args, settings, decision)
         except _NoParallelPoints:
             return 0.0
+    if compiled is not None:
+        _require_prange(prange_loops(compiled), getattr(compiled, "__name__", "the kernel"))
     return _parallel_points_for(result, settings)
 
 
@@ -1464,7 +1479,7 @@ def _measure_speedup(
     make_args: Callable[[], tuple[Any, ...]],
     settings: _SpeedSettings,
     fastest: float,
-    boundaries: tuple[float, ...],
+    decision: _Decision,
 ) -> _SpeedResult:
     for obj, name in ((candidate, "candidate"), (baseline, "baseline"), (make_args, "make_args")):
         if not callable(obj):
@@ -1477,7 +1492,7 @@ def _measure_speedup(
         comparisons = [_timed_comparison(candidate, baseline, make_args, settings, estimate)]
         ratios = list(comparisons[0].ratios)
         low, ratio, high = _median_interval(ratios)
-        if any(low < b <= high for b in boundaries):
+        if decision.undecided(low, high):
             # Too close to call: measure again and decide on all the rounds together.
             comparisons.append(_timed_comparison(candidate, baseline, make_args, settings, estimate))
             ratios += comparisons[1].ratios
@@ -1745,6 +1760,47 @@ def _median_interval(values: Sequence[float], confidence: float = 0.95) -> tuple
     return xs[k - 1], statistics.median(xs), xs[n - k]
 
 
+# A reading whose 95% interval spans more than this share of a cell's points (its two ends
+# would be graded that far apart) is too noisy to store: it is measured again, then later in
+# the notebook, and if it never settles the student's best reading is stored, flagged.
+_UNDECIDED_SHARE = 0.25
+
+
+@dataclasses.dataclass(frozen=True)
+class _Decision:
+    """When a measured interval is too wide to grade on.
+
+    A pass/fail check (``passes_at``: the measured ratio that passes) is undecided while its
+    interval straddles that ratio; a partial-credit cell while the points its interval's
+    two ends would earn differ by more than ``_UNDECIDED_SHARE`` of its points.
+
+    Examples
+    --------
+    >>> _Decision(full_at=100, zero_at=60, points=4).undecided(50.0, 110.0)
+    True
+    >>> _Decision(full_at=100, zero_at=60, points=4).undecided(160.0, 200.0)
+    False
+    """
+
+    passes_at: float | None = None
+    full_at: float = 1.0
+    zero_at: float = 1.0
+    points: float = 0.0
+    margin: float = 0.1
+
+    def spread(self, low: float, high: float) -> float:
+        """Points between the interval's two ends (0 for a pass/fail check)."""
+        if self.passes_at is not None:
+            return 0.0
+        return (_points_for(high, self.full_at, self.zero_at, self.points, self.margin)
+                - _points_for(low, self.full_at, self.zero_at, self.points, self.margin))
+
+    def undecided(self, low: float, high: float) -> bool:
+        if self.passes_at is not None:
+            return low < self.passes_at <= high
+        return self.spread(low, high) > _UNDECIDED_SHARE * self.points + 1e-9
+
+
 def _points_for(ratio: float, full_at: float, zero_at: float, points: float, margin: float) -> float:
     low, high = zero_at * (1.0 - margin), full_at * (1.0 - margin)
     if not ratio > low:  # also catches NaN
@@ -1952,8 +2008,7 @@ _PARALLEL_WALL_FACTOR = 4.0  # rounds stop at this many times the budget in wall
 
 
 def _parallel_rounds(
-    one_round: Callable[[int], _ParallelRound], settings: _ParallelSettings,
-    boundaries: tuple[float, ...],
+    one_round: Callable[[int], _ParallelRound], settings: _ParallelSettings, decision: _Decision,
 ) -> list[_ParallelRound]:
     """Rounds until the budget is spent (at least 9); twice as many when too close to call.
 
@@ -1975,7 +2030,7 @@ def _parallel_rounds(
             if limit > 1.0:
                 return rounds
             low, _, high = _median_interval([x.ratio(settings.within) for x in rounds])
-            if not any(low < b <= high for b in boundaries):
+            if not decision.undecided(low, high):
                 return rounds
             limit = 2.0  # too close to call: measure as long again and decide on all rounds
 
@@ -2004,6 +2059,17 @@ def _parallel_points_for(result: _ParallelResult, settings: _ParallelSettings) -
             f"no parallel speed-up to grade ({result.describe()})."
         )
     return _points_for(result.ratio, settings.full_at, settings.zero_at, settings.points, settings.margin)
+
+
+def _require_prange(loops: int | None, name: str) -> None:
+    """No point without Numba's word that a ``prange`` loop of ``name`` runs in parallel."""
+    if loops:
+        return
+    what = ("is not a function compiled by Numba" if loops is None else
+            "has no prange loop that Numba made parallel in any of its compiled versions")
+    raise GradingError(
+        f"Not parallel: {name} {what} (Numba's parallel diagnostics). Compile it with "
+        f"@njit(parallel=True) and write its outer loop as a prange.")
 
 
 class _NoParallelPoints(Exception):
@@ -2041,7 +2107,7 @@ def _check_parallel_result(result: Any, expected: Any, settings: _ParallelSettin
 
 def _measure_parallel(
     candidate: Callable[..., Any], reference: Callable[..., Any], make_args: Callable[[], tuple[Any, ...]],
-    settings: _ParallelSettings, boundaries: tuple[float, ...],
+    settings: _ParallelSettings, decision: _Decision,
 ) -> _ParallelResult:
     for obj, name in ((candidate, "candidate"), (reference, "reference"), (make_args, "make_args")):
         if not callable(obj):
@@ -2119,7 +2185,7 @@ def _measure_parallel(
             return _ParallelRound(seconds["reference"], seconds["one"], seconds["many"], many.concurrency,
                                   many.workers, many.waited / many.wall if many.wall > 0 else 0.0)
 
-        rounds = _parallel_rounds(one_round, settings, boundaries)
+        rounds = _parallel_rounds(one_round, settings, decision)
     _raise_if_tampered()
     return _parallel_result(rounds, settings, pools)
 
@@ -2442,3 +2508,46 @@ def warm_call_seconds(fn: Callable[..., Any], args: Sequence[Any], calls: int = 
             if enabled:
                 gc.enable()
     return float(statistics.median(seconds))
+
+
+def first_call_seconds(fn: Callable[..., Any], args: Sequence[Any], calls: int = 5) -> tuple[float, float]:
+    """(first call, warm call) of ``fn(*args)`` in seconds, read by the grader in a fresh process.
+
+    For a test that checks a first-call time the student reported (a Numba function that
+    compiles on its first call, or one compiled eagerly when it was defined, whose first
+    call is as quick as any) against the grader's reading of *the same code*: a new
+    process runs the notebook's cells up to and including the one that defines ``fn``,
+    then times one call (the first), makes one more untimed, and returns the median of
+    ``calls`` further calls as the warm call, pools at one thread. In the kernel the new
+    process is built from the kernel's input history (see :mod:`course_lib._fresh_call`);
+    outside it, the verifier starts a fresh student worker
+    (:mod:`course_lib.grader.verification`), whose reading is the one stored.
+
+    Parameters
+    ----------
+    fn : callable
+        The student's function, defined in a notebook cell.
+    args : sequence
+        Its positional arguments, the same for every call.
+    calls : int, default 5
+        Warm calls timed (at least 1).
+
+    Returns
+    -------
+    tuple of float
+        ``(first, warm)``: the first call's seconds, and the median warm call's.
+
+    Examples
+    --------
+    Outside a notebook there is no history to replay: both readings are taken here.
+
+    >>> first, warm = first_call_seconds(sorted, (list(range(1000)),))
+    >>> 0 < warm < 1 and 0 < first < 1
+    True
+    """
+    if isinstance(calls, bool) or not isinstance(calls, int) or calls < 1:
+        raise ValueError(f"calls must be a whole number of at least 1, got {calls!r}")
+    try:
+        return _fresh_call_seconds(fn, tuple(args), calls)
+    except RuntimeError as exc:
+        raise GradingError(f"Your function's first call could not be timed in a fresh process: {exc}") from None

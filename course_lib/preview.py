@@ -107,12 +107,14 @@ def preview_parallel(
     points: float,
     budget: float = 2.0,
     margin: float = 0.1,
+    compiled: Any = None,
 ) -> None:
     """Measure a parallel version now and print what :func:`~course_lib.grading.parallel_points` would give.
 
     ``candidate(*make_args(), w)`` on ``workers`` workers against itself on one, beside
     ``reference`` (the serial version the student was given), as the graded test measures
-    it; the verdict is printed on stdout, never raised. Does nothing while grading.
+    it; with ``compiled``, Numba's report on that kernel is read too, as the test reads it.
+    The verdict is printed on stdout, never raised. Does nothing while grading.
 
     Examples
     --------
@@ -128,13 +130,15 @@ def preview_parallel(
     try:
         settings = grading._parallel_settings(workers, full_at, zero_at, points, budget, 1.1, 1.25, 1e-9, 0.0,
                                               margin, 0.02, 3)
-        needed = (zero_at * (1.0 - margin), full_at * (1.0 - margin))
+        decision = grading._Decision(full_at=full_at, zero_at=zero_at, points=points, margin=margin)
         with grading._grading_session():
             try:
-                result = grading._measure_parallel(candidate, reference, make_args, settings, needed)
+                result = grading._measure_parallel(candidate, reference, make_args, settings, decision)
             except grading._NoParallelPoints as exc:
                 print(f"{_HEADING}: {names}: {exc}: on this measurement 0 of {points:g} points.")
                 return None
+        if compiled is not None:
+            grading._require_prange(grading.prange_loops(compiled), _name(compiled))
         earned = grading._parallel_points_for(result, settings)
     except grading.UnreliableMeasurement as exc:
         print(f"{_HEADING}: {names}: not measured: {exc}")
@@ -255,10 +259,15 @@ def _preview(candidate: Callable[..., Any], baseline: Callable[..., Any],
              make_args: Callable[[], tuple[Any, ...]], settings: Any, thresholds: tuple[float, ...]) -> str:
     names = f"{_name(candidate)} against {_name(baseline)}"
     needed = [t * (1.0 - settings.margin) for t in thresholds[:2]]
+    if len(thresholds) == 1:
+        decision = grading._Decision(passes_at=needed[0])
+    else:
+        decision = grading._Decision(full_at=thresholds[0], zero_at=thresholds[1], points=thresholds[2],
+                                     margin=settings.margin)
     try:
         with grading._grading_session():
             result = grading._measure_speedup(candidate, baseline, make_args, settings,
-                                              fastest=thresholds[0], boundaries=tuple(needed))
+                                              fastest=thresholds[0], decision=decision)
     except grading.UnreliableMeasurement as exc:
         return f"{_HEADING}: {names}: not measured: {exc}"
     except grading.GradingError as exc:  # a wrong result, or tampering: the graded test fails too

@@ -35,8 +35,14 @@ def remote_parallel_points(candidate: Any, reference: Callable, make_args: Calla
                            full_at: float, zero_at: float, points: float, budget: float = 2.0, *,
                            within: float = 1.1, min_concurrency: float = 1.25, rtol: float = 1e-9,
                            atol: float = 0.0, margin: float = 0.1, min_call_seconds: float = 0.02,
-                           checks: int = 3) -> tuple[float, str, float | None]:
-    """(points, what was measured, the speed-up or None) for ``candidate``, a ``_Remote``.
+                           checks: int = 3, compiled: Any = None) -> tuple[float, str, float | None, bool]:
+    """(points, what was measured, the speed-up or None, decided) for ``candidate``, a ``_Remote``.
+
+    ``decided`` is False when the speed-up's interval was too wide to grade on
+    (``grading._Decision``): the verifier measures the cell again later.
+
+    ``compiled``, the student's Numba kernel (a ``_Remote`` too), is looked up in the
+    worker, where it was compiled: Numba's report on it is read there.
 
     Raises what the kernel's ``parallel_points`` raises (``GradingError``,
     ``UnreliableMeasurement``), and ``StudentCodeError`` when the worker fails.
@@ -45,24 +51,32 @@ def remote_parallel_points(candidate: Any, reference: Callable, make_args: Calla
 
     settings = grading._parallel_settings(workers, full_at, zero_at, points, budget, within, min_concurrency,
                                           rtol, atol, margin, min_call_seconds, checks)
-    boundaries = (zero_at * (1.0 - margin), full_at * (1.0 - margin))
+    decision = grading._Decision(full_at=full_at, zero_at=zero_at, points=points, margin=margin)
     worker = candidate.worker
     with timing.limit_threads(settings.workers) as threads:
         pools = worker.set_threads(threads)
         try:
-            result = _measure(candidate, reference, make_args, settings, boundaries, pools)
+            result = _measure(candidate, reference, make_args, settings, decision, pools)
         except grading._NoParallelPoints as exc:
-            return 0.0, f"measured outside your kernel: {exc}", None
+            return 0.0, f"measured outside your kernel: {exc}", None, True
+    decided = not decision.undecided(result.low, result.high)
     described = f"measured outside your kernel: {result.describe()}"
+    if not decided:
+        described += " (the interval is too wide to grade on: measured again later)"
     try:
+        if compiled is not None:
+            loops = compiled.worker.request("prange", compiled.name)
+            if loops is not None and (isinstance(loops, bool) or not isinstance(loops, int)):
+                raise v.StudentCodeError("the worker sent a malformed report")
+            grading._require_prange(loops, compiled.name)
         earned = grading._parallel_points_for(result, settings)
     except grading.GradingError as exc:
         raise grading.GradingError(f"{exc} (measured outside your kernel)") from None
-    return earned, described, result.ratio
+    return earned, described, result.ratio, decided
 
 
 def _measure(candidate: Any, reference: Callable, make_args: Callable, settings: Any,
-             boundaries: tuple[float, ...], pools: str) -> Any:
+             decision: Any, pools: str) -> Any:
     from course_lib import grading
 
     worker = candidate.worker
@@ -128,7 +142,7 @@ def _measure(candidate: Any, reference: Callable, make_args: Callable, settings:
                                           many.concurrency, many.workers,
                                           many.waited / many.wall if many.wall > 0 else 0.0)
 
-        rounds = grading._parallel_rounds(one_round, settings, boundaries)
+        rounds = grading._parallel_rounds(one_round, settings, decision)
     finally:
         process.close()
     return grading._parallel_result(rounds, settings, pools)

@@ -323,6 +323,10 @@ def _serve(rfd: int, wfd: int, shell: Any, results_fd: int = -1) -> None:
                 outcome = _run_batch(fn, staged)
                 _write_results(results_fd, outcome)
                 reply = ("ok", None)
+            elif op == "prange":  # Numba's report: prange loops it made parallel (None: not Numba's)
+                from course_lib._numba_report import prange_loops
+
+                reply = ("ok", prange_loops(_NAMESPACE[request[1]]))
             elif op == "peak":
                 _, name, args, kwargs = request
                 reply = ("ok", _peak(_NAMESPACE[name], args, kwargs, *tm))

@@ -207,7 +207,7 @@ class Flag:
 
     ``kind`` is one of ``malformed``, ``no-notebook``, ``restored``, ``overwritten``,
     ``timeout``, ``kernel-died``, ``kernel-unresponsive``, ``memory-limit``, ``notebook-timeout``,
-    ``tampering``, ``unreliable``, ``verdict-differs``, ``unverified``,
+    ``tampering``, ``unreliable``, ``verdict-differs``, ``undecided``, ``unverified``,
     ``reads-NBGRADER_EXECUTION``, ``grading-error``, ``unsandboxed``, ``note``; ``cells`` are the grade ids
     concerned; ``detail`` is a sentence for the report.
     """
@@ -873,7 +873,13 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path) -> tu
                     continue  # a correctness test only ever loses points to the check outside the kernel
                 grade_.auto_score = min(max(verdict.score, 0.0), verdict.max_score)  # never above the cell's points
                 grade_.needs_manual_grade = False
-                if abs(in_kernel - verdict.score) >= max(0.25 * verdict.max_score, 0.01):
+                if verdict.undecided:
+                    readings = ", ".join(f"{x:g}" for x in verdict.readings)
+                    flags.append(Flag("undecided", (verdict.grade_id,),
+                                      f"measured {len(verdict.readings)} times outside the kernel, each reading too "
+                                      f"noisy to grade on ({readings} of {verdict.max_score:g} points): the best, "
+                                      f"{verdict.score:g}, is stored; grade again with --force on a quieter machine"))
+                elif abs(in_kernel - verdict.score) >= max(0.25 * verdict.max_score, 0.01):
                     flags.append(Flag("verdict-differs", (verdict.grade_id,),
                                       f"in the student's kernel {in_kernel:g}/{verdict.max_score:g}, outside it "
                                       f"{verdict.score:g}/{verdict.max_score:g} (stored): {verdict.detail}"))

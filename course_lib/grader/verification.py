@@ -60,6 +60,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+import dataclasses
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -103,6 +104,11 @@ class CellVerdict:
     not_data: bool = False
     """Inconclusive because the student's answer (a value, or what a function returned) is
     not plain data and so cannot be checked outside the kernel: the student's doing."""
+    undecided: bool = False
+    """Every reading of the cell was too noisy to grade on (its interval spanned more than
+    a quarter of the cell's points): the best was stored, and the cell is flagged."""
+    readings: tuple[float, ...] = ()
+    """The points of each reading, when the cell was measured more than once without settling."""
 
 
 def is_performance_cell(grade_id: str | None) -> bool:
@@ -497,13 +503,16 @@ class _Measured:
     path_seconds: float = 0.0
     """What an empty batch of that size costs through the same path (median), not subtracted."""
     threads: str = ""
+    decided: bool = True
+    """False when the interval was still too wide to grade on (see ``grading._Decision``)."""
 
     def describe(self) -> str:
         from course_lib.grading import _cores_text
 
         share = self.path_seconds / max(self.candidate_seconds * self.batch, 1e-12)
+        noisy = "" if self.decided else " (too wide to grade on: measured again later)"
         return (f"measured outside your kernel: {self.ratio:.3g}x, 95% interval {self.low:.3g}x to "
-                f"{self.high:.3g}x over {self.rounds} rounds; reference "
+                f"{self.high:.3g}x{noisy} over {self.rounds} rounds; reference "
                 f"{_fmt_seconds(self.baseline_seconds)} per call, yours {_fmt_seconds(self.candidate_seconds)} "
                 f"(timed in batches of {self.batch} call{'s' if self.batch != 1 else ''}; the grader's round "
                 f"trip adds {_fmt_seconds(self.path_seconds)} a batch, {share:.1%} of yours, included); "
@@ -512,6 +521,7 @@ class _Measured:
 
 _MEASUREMENTS: list[str] = []  # what the remote helpers measured in the current cell
 _RATIOS: list[float] = []      # and the speed-ups among it
+_UNDECIDED: list[str] = []     # readings in it too noisy to grade on (grading._Decision)
 _REFUSED: list[str] = []       # refusals (UnreliableMeasurement) raised in the current cell
 
 # Batches: each side's part of a round lasts at least this long, as compare's rounds do, so
@@ -850,7 +860,7 @@ def _batch_sizes(estimate: Any, input_bytes: int) -> tuple[int, int]:
 
 
 def _remote_speedup(candidate: _Remote, baseline: Callable, make_args: Callable, settings: Any,
-                    fastest: float, boundaries: tuple[float, ...]) -> _Measured:
+                    fastest: float, decision: Any) -> _Measured:
     """The speed-up measured as :func:`course_lib.timing.compare` measures it, across processes.
 
     Interleaved rounds (reference then candidate, then the other way round), each side's
@@ -873,7 +883,7 @@ def _remote_speedup(candidate: _Remote, baseline: Callable, make_args: Callable,
             reference = _ReferenceProcess(baseline)
             try:
                 return _remote_rounds(candidate, reference, baseline, make_args, settings, estimate,
-                                      boundaries, pools)
+                                      decision, pools)
             finally:
                 reference.close()
         finally:
@@ -881,7 +891,7 @@ def _remote_speedup(candidate: _Remote, baseline: Callable, make_args: Callable,
 
 
 def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: Callable, make_args: Callable,
-                   settings: Any, estimate: Any, boundaries: tuple[float, ...], pools: str) -> _Measured:
+                   settings: Any, estimate: Any, decision: Any, pools: str) -> _Measured:
     from course_lib import grading
 
     worker = candidate.worker
@@ -935,11 +945,11 @@ def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: C
             continue
         if rounds >= _MAX_ROUNDS or spent >= target or wall >= _WALL_BUDGET * settings.budget:
             low, ratio, high = grading._median_interval(ratios)
-            close = any(low < b <= high for b in boundaries)
+            close = decision.undecided(low, high)
             if (not close or spent >= 2 * target or rounds >= 2 * _MAX_ROUNDS
                     or wall >= 2 * _WALL_BUDGET * settings.budget):
                 return _Measured(ratio, low, high, rounds, statistics.median(base_t),
-                                 statistics.median(cand_t), k_c, statistics.median(path), pools)
+                                 statistics.median(cand_t), k_c, statistics.median(path), pools, not close)
 
 
 def _check_batch(results: Any, expected: list, inputs: list, k_c: int, extra: int, rng: Any,
@@ -988,9 +998,9 @@ def _install_remote_helpers() -> None:
         settings = grading._speed_settings(budget, margin, min_call_seconds, checks, verify_budget, check,
                                            rtol, atol, threads)
         needed = at_least * (1.0 - margin)
-        measured = _remote_speedup(candidate, baseline, make_args, settings, at_least, (needed,))
-        _MEASUREMENTS.append(measured.describe())
-        _RATIOS.append(measured.ratio)
+        measured = _remote_speedup(candidate, baseline, make_args, settings, at_least,
+                                   grading._Decision(passes_at=needed))
+        _record(measured)
         if not measured.ratio >= needed:
             raise grading.GradingError(f"Not fast enough: {measured.describe()}; this test needs "
                                        f"{at_least:g}x (a measured {needed:.3g}x passes)")
@@ -1005,10 +1015,9 @@ def _install_remote_helpers() -> None:
                                           verify_budget=verify_budget, threads=threads)
         settings = grading._speed_settings(budget, margin, min_call_seconds, checks, verify_budget, check,
                                            rtol, atol, threads)
-        boundaries = (zero_at * (1.0 - margin), full_at * (1.0 - margin))
-        measured = _remote_speedup(candidate, baseline, make_args, settings, full_at, boundaries)
-        _MEASUREMENTS.append(measured.describe())
-        _RATIOS.append(measured.ratio)
+        decision = grading._Decision(full_at=full_at, zero_at=zero_at, points=points, margin=margin)
+        measured = _remote_speedup(candidate, baseline, make_args, settings, full_at, decision)
+        _record(measured)
         return grading._points_for(measured.ratio, full_at, zero_at, points, margin)
 
     def assert_peak_memory_below(fn, limit, /, *args, **kwargs):
@@ -1044,11 +1053,13 @@ def _install_remote_helpers() -> None:
                                            budget, **options)
         from course_lib.grader._remote_parallel import remote_parallel_points
 
-        earned, measured, ratio = remote_parallel_points(candidate, reference, make_args, workers, full_at,
-                                                         zero_at, points, budget, **options)
+        earned, measured, ratio, decided = remote_parallel_points(candidate, reference, make_args, workers,
+                                                                  full_at, zero_at, points, budget, **options)
         _MEASUREMENTS.append(measured)
         if ratio is not None:
             _RATIOS.append(ratio)
+        if not decided:
+            _UNDECIDED.append(measured)
         return earned
 
     def peak_memory_points(fn, full_at, zero_at, points, /, *args, **kwargs):
@@ -1108,6 +1119,23 @@ def _install_remote_helpers() -> None:
     warm_call_seconds.__doc__ = real_warm.__doc__
     grading.warm_call_seconds = warm_call_seconds
 
+    real_first = grading.first_call_seconds
+
+    def first_call_seconds(fn, args, calls=5):
+        if not isinstance(fn, _Remote):
+            return real_first(fn, args, calls)
+        return _remote_first_call_seconds(fn, tuple(args), calls)
+
+    first_call_seconds.__doc__ = real_first.__doc__
+    grading.first_call_seconds = first_call_seconds
+
+
+def _record(measured: _Measured) -> None:
+    _MEASUREMENTS.append(measured.describe())
+    _RATIOS.append(measured.ratio)
+    if not measured.decided:
+        _UNDECIDED.append(measured.describe())
+
 
 def _remote_warm_call_seconds(fn: _Remote, args: tuple, calls: int) -> float:
     """``warm_call_seconds`` outside the kernel: each call a batch of one in the student worker.
@@ -1130,6 +1158,42 @@ def _remote_warm_call_seconds(fn: _Remote, args: tuple, calls: int) -> float:
                          f"{grading._cores_text()}")
     return float(median)
 
+
+def _remote_first_call_seconds(fn: _Remote, args: tuple, calls: int) -> tuple[float, float]:
+    """``first_call_seconds`` outside the kernel: in a fresh student worker, sandboxed as the first.
+
+    The new worker runs the notebook's non-test cells up to and including the one that
+    defines ``fn`` (the student's measuring cell comes after it and is left out), then each
+    call is timed as a batch of one (:func:`_staged_call`), pools at one thread.
+    """
+    from course_lib import grading
+    from course_lib._fresh_call import defining_cell
+
+    if isinstance(calls, bool) or not isinstance(calls, int) or calls < 1:
+        raise ValueError(f"calls must be a whole number of at least 1, got {calls!r}")
+    cells = _JOB.get("student_cells", [])
+    index = defining_cell(cells, fn.name)
+    if index is None:
+        raise StudentCodeError(f"no cell of your notebook defines {fn.name}")
+    fresh = _Worker(_JOB["cwd"], _JOB["log"], _JOB["timeout"], _JOB.get("memory_limit", 0),
+                    _JOB.get("sandboxed", False), shared=_JOB.get("tmpdir"))
+    try:
+        fresh.load(cells[: index + 1])
+        fresh.set_threads(1)
+        proxy = _Remote(fresh, fn.name)
+        first = _staged_call(proxy, args)[0]
+        _staged_call(proxy, args)  # untimed, as in the kernel's reading
+        warm = statistics.median(_staged_call(proxy, args)[0] for _ in range(calls))
+    finally:
+        fresh.close()
+    _MEASUREMENTS.append(f"measured outside your kernel, in a fresh worker that ran your notebook up to "
+                         f"{fn.name}'s definition: first call {_fmt_seconds(first)}, warm call "
+                         f"{_fmt_seconds(warm)} (median of {calls}, round trip included); "
+                         f"{grading._cores_text()}")
+    return float(first), float(warm)
+
+
+_JOB: dict[str, Any] = {}  # the job being judged: the student's cells, for a fresh worker
 
 # The resident-memory cross-check: RSS also counts what tracemalloc does not trace (parser
 # buffers, the allocator's slack), so it only fails a submission far above the limit.
@@ -1259,9 +1323,9 @@ def _cell_score(value: Any, points: float) -> float:
 
 
 def _judge(job: dict) -> list[dict]:
-    from course_lib import grading
-
     _install_remote_helpers()
+    _JOB.clear()
+    _JOB.update(job)
     answers = set(job["answer_names"])
     cells = job["judge_cells"]
     graded = [c for c in cells if c["grade_id"] and c["graded"]]
@@ -1276,50 +1340,97 @@ def _judge(job: dict) -> list[dict]:
         except StudentCodeError as exc:
             return [asdict(CellVerdict(c["grade_id"], 0.0, c["points"], f"your code could not be loaded: {exc}"))
                     for c in graded]
+        noisy: dict[int, list[CellVerdict]] = {}
         for cell in cells:
-            _MEASUREMENTS.clear()
-            _RATIOS.clear()
-            grade_id, points = cell["grade_id"], cell["points"]
-            perf = is_performance_cell(grade_id)
-            blocked = _names(cell["source"])[0] & unreadable
-            refused = not_data = False
-            try:
-                if worker.dead and worker.restarts < _MAX_RESTARTS:
-                    worker.restart()
-                if worker.dead:
-                    raise _Inconclusive(f"the worker was restarted {worker.restarts} times already")
-                if blocked:
-                    not_data = True
-                    raise _Inconclusive(f"{', '.join(sorted(blocked))} cannot be brought out of your "
-                                        "kernel to be checked")
-                with _quiet():
-                    value = _run_cell(cell["source"], ns)
-                outcome = (_cell_score(value, points), "passed", True)
-            except grading.UnreliableMeasurement as exc:
-                # The same rule as in the kernel, and stored as what it is: a refusal (the
-                # instructor's inputs are too small to time), never graded by the other side.
-                outcome = (0.0, f"refused: {exc}", True)
-                refused = True
-            except _Inconclusive as exc:
-                outcome = (0.0, f"could not be verified: {exc}", False)
-            except _Untransportable as exc:
-                outcome = (0.0, str(exc), perf)
-                not_data = True
-            except NameError as exc:
-                name = getattr(exc, "name", None)
-                outcome = ((0.0, f"{name} is not defined in your notebook", True) if name in answers
-                           else (0.0, f"could not be verified: {exc}", False))
-            except Exception as exc:
-                outcome = (0.0, f"{type(exc).__name__}: {str(exc)[:600]}", True)
-            if grade_id and cell["graded"]:
-                parts = [] if outcome[1] == "passed" and _MEASUREMENTS else [outcome[1]]
-                detail = "; ".join(parts + [m for m in _MEASUREMENTS if m not in outcome[1]])
-                verdicts.append(asdict(CellVerdict(grade_id, min(points, max(0.0, outcome[0])), points, detail,
-                                                   outcome[2], _RATIOS[-1] if _RATIOS else None, refused,
-                                                   not_data and not outcome[2])))
+            verdict = _judge_cell(cell, ns, worker, answers, unreadable)
+            if verdict is not None:
+                if verdict.undecided:
+                    noisy[len(verdicts)] = [verdict]
+                verdicts.append(asdict(verdict))
+        # Later, once the other cells are done: a reading too noisy to grade on is taken
+        # again (the cell runs once more, on fresh inputs), until one is decided.
+        for index, readings in noisy.items():
+            cell = next(c for c in graded if c["grade_id"] == readings[0].grade_id)
+            while readings[-1].undecided and len(readings) <= _RETRIES:
+                again = _judge_cell(cell, ns, worker, answers, unreadable)
+                if again is None:
+                    break
+                readings.append(again)
+            verdicts[index] = asdict(_settled(readings))
     finally:
         worker.close()
     return verdicts
+
+
+_RETRIES = 2  # later readings of a cell whose first was too noisy to grade on
+
+
+def _settled(readings: list[CellVerdict]) -> CellVerdict:
+    """The verdict to store from a cell's readings: the first decided one, else the best, flagged.
+
+    A reading that never settles is stored as the student's better one (never as 0 on a
+    noisy reading), marked ``undecided`` with every reading's points in its detail.
+    """
+    decided = [r for r in readings if not r.undecided]
+    if decided:
+        chosen = decided[0]
+        if len(readings) > 1:
+            chosen = dataclasses.replace(chosen, detail=f"{chosen.detail} (reading {readings.index(chosen) + 1} "
+                                                        f"of {len(readings)}: the earlier were too noisy to grade on)")
+        return chosen
+    best = max(readings, key=lambda r: r.score)
+    points = ", ".join(f"{r.score:g}" for r in readings)
+    return dataclasses.replace(best, readings=tuple(r.score for r in readings),
+                               detail=f"{best.detail} (measured {len(readings)} times, never precisely enough "
+                                      f"to grade on: {points} of {best.max_score:g} points; the best is stored)")
+
+
+def _judge_cell(cell: dict, ns: dict, worker: _Worker, answers: set[str], unreadable: set[str]) -> CellVerdict | None:
+    """Run one instructor cell in the verifier; the verdict if it is a graded test cell."""
+    from course_lib import grading
+
+    _MEASUREMENTS.clear()
+    _RATIOS.clear()
+    _UNDECIDED.clear()
+    grade_id, points = cell["grade_id"], cell["points"]
+    perf = is_performance_cell(grade_id)
+    blocked = _names(cell["source"])[0] & unreadable
+    refused = not_data = False
+    try:
+        if worker.dead and worker.restarts < _MAX_RESTARTS:
+            worker.restart()
+        if worker.dead:
+            raise _Inconclusive(f"the worker was restarted {worker.restarts} times already")
+        if blocked:
+            not_data = True
+            raise _Inconclusive(f"{', '.join(sorted(blocked))} cannot be brought out of your "
+                                "kernel to be checked")
+        with _quiet():
+            value = _run_cell(cell["source"], ns)
+        outcome = (_cell_score(value, points), "passed", True)
+    except grading.UnreliableMeasurement as exc:
+        # The same rule as in the kernel, and stored as what it is: a refusal (the
+        # instructor's inputs are too small to time), never graded by the other side.
+        outcome = (0.0, f"refused: {exc}", True)
+        refused = True
+    except _Inconclusive as exc:
+        outcome = (0.0, f"could not be verified: {exc}", False)
+    except _Untransportable as exc:
+        outcome = (0.0, str(exc), perf)
+        not_data = True
+    except NameError as exc:
+        name = getattr(exc, "name", None)
+        outcome = ((0.0, f"{name} is not defined in your notebook", True) if name in answers
+                   else (0.0, f"could not be verified: {exc}", False))
+    except Exception as exc:
+        outcome = (0.0, f"{type(exc).__name__}: {str(exc)[:600]}", True)
+    if not (grade_id and cell["graded"]):
+        return None
+    parts = [] if outcome[1] == "passed" and _MEASUREMENTS else [outcome[1]]
+    detail = "; ".join(parts + [m for m in _MEASUREMENTS if m not in outcome[1]])
+    return CellVerdict(grade_id, min(points, max(0.0, outcome[0])), points, detail, outcome[2],
+                       _RATIOS[-1] if _RATIOS else None, refused, not_data and not outcome[2],
+                       undecided=bool(_UNDECIDED) and outcome[2] and not refused)
 
 
 def _bind_answers(worker: _Worker, answers: set[str], ns: dict) -> set[str]:

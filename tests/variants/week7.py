@@ -155,6 +155,101 @@ def late_counts(days, deadlines, workers=1):
     return late_counts_kernel(days, deadlines)
 ''',
     },
+    # A serial kernel dressed up as parallel work: `@njit` without prange, and beside it, when
+    # more than one worker is asked for, a thread that only burns CPU (compiled, without the
+    # GIL) until the count is done. A count of threads at work sees two; Numba's report shows
+    # no parallel loop, and the count is no faster on two threads than on one: every
+    # correctness point, no prange point.
+    "spinner_kernel": {
+        "late_counts": '''
+import threading
+
+import numba
+from numba import njit
+
+
+@njit(nogil=True)
+def late_counts_kernel(days, deadlines):
+    """Each deadline's count in turn, on one thread (without the GIL)."""
+    counts = np.zeros(deadlines.shape[0], dtype=np.int64)
+    for j in range(deadlines.shape[0]):
+        late = 0
+        for i in range(days.shape[0]):
+            if days[i] > deadlines[j]:
+                late += 1
+        counts[j] = late
+    return counts
+
+
+@njit(nogil=True)
+def _burn(n):
+    x = 0.0
+    for i in range(n):
+        x += i * 0.5
+    return x
+
+
+def _spin(stop):
+    while not stop.is_set():
+        _burn(500_000)  # about half a millisecond of work, without the GIL
+
+
+def late_counts(days, deadlines, workers=1):
+    """The serial count; with more than one worker, a second thread spins beside it."""
+    if workers < 2:
+        return late_counts_kernel(days, deadlines)
+    stop = threading.Event()
+    spinner = threading.Thread(target=_spin, args=(stop,))
+    spinner.start()
+    try:
+        return late_counts_kernel(days, deadlines)
+    finally:
+        stop.set()
+        spinner.join()
+''',
+    },
+    # The same trick on Task 3: the tasks one after another whatever `workers` says, and a
+    # spinning thread beside them when more than one worker is asked for. The array code's
+    # points, no parallel point: the parallel run is no faster than the one-worker run.
+    "spinner_estimate": {
+        "estimate": '''
+import threading
+
+from numba import njit
+
+
+@njit(nogil=True)
+def _burn(n):
+    x = 0.0
+    for i in range(n):
+        x += i * 0.5
+    return x
+
+
+def _spin(stop):
+    while not stop.is_set():
+        _burn(500_000)  # about half a millisecond of work, without the GIL
+
+
+def estimate(seed, n_tasks, n_scenarios, workers=1):
+    """Every task in turn; a thread that only spins keeps a second core busy meanwhile."""
+    stop = threading.Event()
+    spinner = threading.Thread(target=_spin, args=(stop,)) if workers > 1 else None
+    if spinner is not None:
+        spinner.start()
+    try:
+        late, total_days = 0, 0.0
+        for task_index, gen in enumerate(course_rng.streams(seed, n_tasks)):
+            task_late, task_days = task_outcome(task_index, gen, n_scenarios)
+            late += task_late
+            total_days += task_days
+    finally:
+        stop.set()
+        if spinner is not None:
+            spinner.join()
+    return summarise(late, total_days, n_tasks * n_scenarios)
+''',
+    },
     # Task 4 read backwards: timing.compare(pool, serial) instead of compare(serial, pool), so
     # every ratio is the serial run's speed-up over the pool. The table says the pool wins at
     # the small sizes and loses at the large ones, the reported crossover is the smallest size
@@ -193,6 +288,10 @@ EXPECT = {
                     "test_parallel_speed": "full"},
     "serial_kernel": {"correctness": "full", "test_prange_speed": 0, "test_vectorised_speed": "full",
                       "test_parallel_speed": "full"},
+    "spinner_kernel": {"correctness": "full", "test_prange_speed": 0, "test_vectorised_speed": "full",
+                       "test_parallel_speed": "full"},
+    "spinner_estimate": {"correctness": "full", "test_vectorised_speed": "full", "test_parallel_speed": 0,
+                         "test_prange_speed": "full"},
     "wrong_crossover": {**_OTHER_CORRECTNESS, "test_prange_visible": "full", "test_prange_hidden": "full",
                         "test_prange_speed": "full", "test_crossover": (0, 1.5), "performance": "full"},
 }
