@@ -7,7 +7,9 @@ and ``course grade`` gives a right, a slow and a wrong submission their exact sc
 
 from __future__ import annotations
 
+
 import contextlib
+import dataclasses
 import io
 import os
 import shutil
@@ -110,6 +112,23 @@ def test_calibration_report_gives_margin_suggestions_and_warns_of_refused_cells(
     assert "suggested: limit about 15.0 MB" in text
     assert "a measured 1.60 passes; the reference's highest is 1.10 (+0.50)" in text
     assert "warning: busy: 0/3: could not be verified" in text
+
+
+def test_a_solution_under_a_millisecond_per_call_is_refused_with_the_input_size_to_use():
+    # Readings as issue 25 reported them for a new assignment whose solution took well under
+    # 1 ms per call: no threshold can come from that.
+    found = tuple(authoring.thresholds(
+        "speedup_points(f, g, lambda: (make(2_000, seed=None),), full_at=100, zero_at=10, points=4)"))
+    cell = authoring.CellCalibration("test_x_speed", "speed", found, quiet=(1.73e5, 696.0, 1740.0),
+                                     reference_seconds=(0.01,) * 3, solution_seconds=(5e-5, 4e-5, 6e-5))
+    text = authoring.format_calibration("wk", [cell])
+    assert cell.unstable
+    assert "every reading: 1.73e+05x, 696x, 1.74e+03x" in text
+    assert "UNSTABLE: the solution takes 50 us per call" in text and "suggested:" not in text
+    assert "about 20 times larger" in text and "the size 2,000 in make_args would become about 40,000" in text
+    slow_enough = dataclasses.replace(cell, quiet=(40.0, 45.0, 50.0), solution_seconds=(2e-3,) * 3)
+    assert not slow_enough.unstable
+    assert "suggested: full points at" in authoring.format_calibration("wk", [slow_enough])
 
 
 def test_a_cell_scored_exactly_is_reported_as_nothing_to_calibrate():

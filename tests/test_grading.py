@@ -780,7 +780,8 @@ def test_a_slowed_down_one_worker_run_counts_no_slower_than_the_reference():
 
     settings = grading._parallel_settings(2, 1.3, 1.1, 4, 1.0, 1.1, 1.25, 1e-9, 0.0, 0.1, 0.02, 3)
     with grading._grading_session():
-        result = grading._measure_parallel(sandbagged, serial_total, make_job, settings, (0.99, 1.17))
+        result = grading._measure_parallel(sandbagged, serial_total, make_job, settings,
+                                           grading._Decision(full_at=1.3, zero_at=1.1, points=4))
     assert result.one_seconds > 2 * result.reference_seconds
     assert result.ratio <= 1.1 * result.reference_seconds / result.many_seconds * 1.2
 

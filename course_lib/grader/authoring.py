@@ -72,16 +72,16 @@ PERFORMANCE_HELPERS = ("assert_speedup", "speedup_points", "parallel_points", "a
 
 # Positional parameters of each helper whose value is a threshold (see course_lib.grading).
 _POSITIONS = {
-    "assert_speedup": {3: "at_least", 4: "budget"},
-    "speedup_points": {3: "full_at", 4: "zero_at", 5: "points", 6: "budget"},
-    "parallel_points": {3: "workers", 4: "full_at", 5: "zero_at", 6: "points", 7: "budget"},
+    "assert_speedup": {2: "make_args", 3: "at_least", 4: "budget"},
+    "speedup_points": {2: "make_args", 3: "full_at", 4: "zero_at", 5: "points", 6: "budget"},
+    "parallel_points": {2: "make_args", 3: "workers", 4: "full_at", 5: "zero_at", 6: "points", 7: "budget"},
     "assert_peak_memory_below": {1: "limit"},
     "assert_scaling": {2: "sizes", 3: "max_exponent"},
     "peak_memory_points": {1: "full_at", 2: "zero_at", 3: "points"},
     "scaling_points": {2: "sizes", 3: "full_at", 4: "zero_at", 5: "points"},
 }
 _KEYWORDS = {"at_least", "full_at", "zero_at", "points", "budget", "limit", "max_exponent", "sizes", "margin",
-             "min_call_seconds", "workers", "within", "min_concurrency"}
+             "min_call_seconds", "workers", "within", "min_concurrency", "make_args"}
 
 MARGIN = 3.0
 """The project's safety factor: full speed points at about a third of the reference's speed-up,
@@ -348,7 +348,7 @@ _SPEED = """
 
 # Speed preview (not graded): the hidden test's measurement, run now in this notebook; it
 # prints what that test would give on this machine. It does nothing while grading.
-preview_speedup(count_below, count_below_slow, make_args=lambda: (make_values(400_000, seed=None), 0.5),
+preview_speedup(count_below, count_below_slow, make_args=lambda: (make_values(2_000_000, seed=None), 0.5),
                 at_least=10)
 ### BEGIN HIDDEN TESTS
 # Thresholds from `course calibrate`: full points at about a third of the reference solution's
@@ -361,7 +361,7 @@ def _count_slow(values, limit):  # the grader's own copy of count_below_slow
     return count
 
 
-assert_speedup(count_below, _count_slow, make_args=lambda: (make_values(400_000, seed=None), 0.5),
+assert_speedup(count_below, _count_slow, make_args=lambda: (make_values(2_000_000, seed=None), 0.5),
                at_least=10, budget=0.5)
 ### END HIDDEN TESTS
 """
@@ -662,8 +662,16 @@ class CellCalibration:
     """The same beside one CPU-bound competitor."""
     reference_seconds: tuple[float, ...] = ()
     """The reference's median time per call (speed cells), one per run, quiet and busy."""
+    solution_seconds: tuple[float, ...] = ()
+    """The solution's own median time per call (speed cells), one per run, quiet and busy."""
     problems: tuple[str, ...] = field(default=())
     """Runs where the cell was not passed or not measured, with the grader's reason."""
+
+    @property
+    def unstable(self) -> bool:
+        """A speed cell whose solution's own calls are under a millisecond: no threshold from it."""
+        return (self.kind == "speed" and bool(self.solution_seconds)
+                and statistics.median(self.solution_seconds) < _MIN_CALL)
 
 
 def calibrate(course, assignment: str, runs: int = 3, busy: bool = True,
@@ -696,8 +704,8 @@ def calibrate(course, assignment: str, runs: int = 3, busy: bool = True,
     if not cells:
         raise nbgrading.CourseError(f"{assignment} has no speed, memory or scaling cell (grade ids ending "
                                     "_speed, _memory, _scaling) to calibrate")
-    measured: dict[str, dict[str, list]] = {g: {"quiet": [], "busy": [], "seconds": [], "problems": []}
-                                            for g in cells}
+    measured: dict[str, dict[str, list]] = {g: {"quiet": [], "busy": [], "seconds": [], "solution": [],
+                                                "problems": []} for g in cells}
     conditions = [("quiet", False)] + ([("busy", True)] if busy else [])
     for condition, competing in conditions:
         with _competitor(competing):
@@ -707,7 +715,7 @@ def calibrate(course, assignment: str, runs: int = 3, busy: bool = True,
                 for name in sorted({n for n, _ in cells.values()}):
                     _measure_once(course, assignment, name, measured, condition)
     return [CellCalibration(g, _kind(g), cells[g][1], tuple(m["quiet"]), tuple(m["busy"]), tuple(m["seconds"]),
-                            tuple(m["problems"])) for g, m in measured.items()]
+                            tuple(m["solution"]), tuple(m["problems"])) for g, m in measured.items()]
 
 
 def _measure_once(course, assignment: str, name: str, measured: dict, condition: str) -> None:
@@ -731,6 +739,9 @@ def _measure_once(course, assignment: str, name: str, measured: dict, condition:
         seconds = _reference_seconds(verdict.detail)
         if seconds is not None:
             slot["seconds"].append(seconds)
+        seconds = _per_call(r"yours", verdict.detail)
+        if seconds is not None:
+            slot["solution"].append(seconds)
         if not verdict.conclusive or verdict.score < verdict.max_score:
             slot["problems"].append(f"{condition}: {verdict.score:g}/{verdict.max_score:g}: {verdict.detail}")
 
@@ -759,10 +770,15 @@ def _measured_value(kind: str, measured: float | None, detail: str) -> float | N
 
 
 def _reference_seconds(detail: str) -> float | None:
-    match = re.search(r"reference ([0-9.]+) (s|ms|us|ns) per call", detail)
+    return _per_call(r"reference", detail, r" per call")
+
+
+def _per_call(who: str, detail: str, after: str = "") -> float | None:
+    """Seconds per call of ``who`` in a verdict's detail (``reference 418 ms per call, yours 2.4 ms``)."""
+    match = re.search(who + r" ([0-9.]+) (s|ms|us|µs|ns)" + after, detail)
     if not match:
         return None
-    return float(match.group(1)) * {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[match.group(2)]
+    return float(match.group(1)) * {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}[match.group(2)]
 
 
 @contextlib.contextmanager
@@ -797,6 +813,13 @@ def format_calibration(assignment: str, cells: list[CellCalibration], load: str 
         for label, values in (("quiet", cell.quiet), ("busy ", cell.busy)):
             if values:
                 lines.append(f"  {label}  {_spread(cell.kind, values)}  ({len(values)} runs)")
+        readings = cell.quiet + cell.busy
+        if len(readings) > 1:
+            show = _show_value(cell.kind)
+            lines.append("  every reading: " + ", ".join(show(v) for v in readings))
+        if cell.solution_seconds:
+            lines.append(f"  the solution's own calls: {_seconds(statistics.median(cell.solution_seconds))} per call "
+                         f"(median of {len(cell.solution_seconds)} runs)")
         lines += [f"  {line}" for line in _advice(cell)]
         for problem in dict.fromkeys(cell.problems):
             lines.append(f"  warning: {problem}")
@@ -823,6 +846,14 @@ def _advice(cell: CellCalibration) -> list[str]:
     if not values:
         return ["not measured: see the warnings below"]
     lines = []
+    if cell.unstable:
+        # The rule the grader applies to the reference at the threshold, applied to the
+        # solution itself: its ratios move by more than 2x under load, so no threshold can
+        # be read from them.
+        mine = statistics.median(cell.solution_seconds)
+        return [f"UNSTABLE: the solution takes {_seconds(mine)} per call, under {_seconds(_MIN_CALL)}: ratios of "
+                f"such calls move by more than 2x under load (the readings above), so no threshold is suggested",
+                *_enlarge(cell.thresholds, mine, "the solution")]
     if cell.kind == "speed":
         worst = min(values)
         for t in cell.thresholds:
@@ -844,8 +875,10 @@ def _advice(cell: CellCalibration) -> list[str]:
         if zero and zero[0]:
             text += f"; keep zero_at below it (now {zero[0]:g})"
         lines.append(text)
-        if cell.reference_seconds and statistics.median(cell.reference_seconds) / suggested < 1e-3:
+        if cell.reference_seconds and statistics.median(cell.reference_seconds) / suggested < _MIN_CALL:
             lines.append(f"warning: at {suggested:g}x a call would take under 1 ms: the cell would be refused")
+            lines += _enlarge(cell.thresholds, statistics.median(cell.reference_seconds) / suggested,
+                              f"a solution at {suggested:g}x")
     elif cell.kind == "memory":
         worst = max(values)
         for t in cell.thresholds:
@@ -869,6 +902,33 @@ def _advice(cell: CellCalibration) -> list[str]:
         lines.append(f"suggested: max_exponent about {math.ceil((worst + 0.4) * 10) / 10:.1f} (the reference's "
                      "highest + 0.4), below the exponent of the slow version")
     return lines
+
+
+_MIN_CALL = 1e-3  # seconds: the grader refuses to time a solution at the threshold below this
+
+
+def _enlarge(found: tuple[Thresholds, ...], seconds: float, who: str) -> list[str]:
+    """What to do about calls too short to time: how much larger make_args' inputs must be."""
+    factor, safer = math.ceil(_MIN_CALL / seconds), math.ceil(10 * _MIN_CALL / seconds)
+    text = (f"to do: make the inputs make_args builds about {factor:,} times larger, so that {who} takes "
+            f"1 ms per call ({safer:,} times for a safer 10 ms), if its time grows in proportion")
+    sizes = [n for t in found for n in _numbers(t.values.get("make_args"))]
+    if sizes:
+        n = max(sizes)
+        text += f": the size {n:,} in make_args would become about {n * factor:,} ({n * safer:,})"
+    return [text]
+
+
+def _numbers(source: object) -> list[int]:
+    """Whole numbers of 10 or more written in ``source`` (a make_args lambda's text)."""
+    if not isinstance(source, str):
+        return []
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    return [node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)
+            and isinstance(node.value, int) and not isinstance(node.value, bool) and node.value >= 10]
 
 
 def _seconds(x: float) -> str:

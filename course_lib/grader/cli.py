@@ -114,7 +114,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     cells = authoring.calibrate(course, args.assignment, runs=args.runs, busy=not args.no_busy,
                                 log=lambda line: print(line, file=sys.stderr, flush=True))
     print(authoring.format_calibration(args.assignment, cells, load))
-    return EXIT_FLAGGED if any(c.problems for c in cells) else EXIT_OK
+    return EXIT_FLAGGED if any(c.problems or c.unstable for c in cells) else EXIT_OK
 
 
 def _selftest(args: argparse.Namespace) -> int:
