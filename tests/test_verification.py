@@ -15,6 +15,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
+from course_lib import grading
+from course_lib.grader import verification
 from course_lib.grader.verification import CellVerdict, is_performance_cell, verify_notebook
 
 pytestmark = pytest.mark.timeout(300)
@@ -92,6 +94,34 @@ def _verify(tmp_path: Path, answer: str, test: str = SPEED_TEST, grade_id: str =
 ])
 def test_performance_cells_are_known_by_their_grade_id(grade_id, expected):
     assert is_performance_cell(grade_id) is expected
+
+
+def _reading(score: float, undecided: bool) -> CellVerdict:
+    return CellVerdict("test_speed", score, 4.0, f"read {score}", undecided=undecided)
+
+
+def test_a_noisy_reading_is_replaced_by_the_first_decided_one():
+    chosen = verification._settled([_reading(0.5, True), _reading(3.9, False), _reading(4.0, False)])
+    assert chosen.score == 3.9 and not chosen.undecided
+    assert "reading 2 of 3: the earlier were too noisy to grade on" in chosen.detail
+
+
+def test_readings_that_never_settle_store_the_best_one_flagged():
+    chosen = verification._settled([_reading(0.0, True), _reading(2.7, True), _reading(1.4, True)])
+    assert chosen.score == 2.7 and chosen.undecided and chosen.readings == (0.0, 2.7, 1.4)
+    assert "never precisely enough to grade on: 0, 2.7, 1.4 of 4 points; the best is stored" in chosen.detail
+
+
+@pytest.mark.parametrize("low, high, undecided", [
+    (150.0, 300.0, False),   # above full marks at both ends: the same points
+    (20.0, 110.0, True),     # issue 25's reading: 0 to 4 points
+    (80.0, 88.0, False),     # both ends on the ramp, 0.4 points apart
+    (60.0, 90.0, True),      # 2.4 points apart
+])
+def test_a_reading_is_decided_when_its_ends_earn_nearly_the_same_points(low, high, undecided):
+    decision = grading._Decision(full_at=100, zero_at=60, points=4)
+    assert decision.undecided(low, high) is undecided
+    assert grading._Decision(passes_at=9.0).undecided(8.0, 10.0) and not grading._Decision(passes_at=9.0).undecided(9.5, 12)
 
 
 def test_fast_answer_passes_with_the_measured_ratio(tmp_path):

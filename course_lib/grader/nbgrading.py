@@ -72,6 +72,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import nbformat
 from nbgrader import utils as nbutils
@@ -92,7 +93,7 @@ from course_lib.grader._nbpreprocessors import (
 from course_lib.grader import _cores
 from course_lib.grader._submissions import Submission, copy_submission, find_submissions, record_names
 from course_lib.grader.sandbox import available as sandbox_available
-from course_lib.grader.verification import is_performance_cell, verify_notebook
+from course_lib.grader.verification import CellVerdict, is_performance_cell, verify_notebook
 
 __all__ = [
     "CONFIG_FILE",
@@ -343,6 +344,11 @@ def grade(course: Course, submissions: str | Path, assignments: list[str] | None
             bar.set_postfix_str(f"{result.assignment}/{result.student}")
             results.append(result)
             bar.update()
+    # Later in the batch: cells whose every reading was too noisy to grade on are measured
+    # once more, now that the other submissions are done (the machine may be quieter).
+    by_key = {(s.assignment, s.student): s for s in pending}
+    results = [_settle(course, by_key[(r.assignment, r.student)], r)
+               if r.has_flag("undecided") and (r.assignment, r.student) in by_key else r for r in results]
     results.sort(key=lambda r: (r.assignment, r.student))
     _export(course, results, roster)
     return results
@@ -487,6 +493,36 @@ def grade_submission(course: Course, submission: Submission) -> SubmissionResult
                               speedups)
     _write_done(course, submission, result)
     return result
+
+
+def _settle(course: Course, submission: Submission, result: SubmissionResult) -> SubmissionResult:
+    """One more reading of the cells a submission's grading left ``undecided``, then its feedback again.
+
+    A decided reading replaces the stored score; a reading still too noisy keeps the better
+    of the stored score and its own (never 0 on a noisy reading), flagged again. Never
+    raises: a failure here leaves the first grading's result standing.
+    """
+    student, assignment = submission.student, submission.assignment
+    cells = {c for f in result.flags if f.kind == "undecided" for c in f.cells}
+    log_file = course.grading_dir / "logs" / assignment / f"{student}.log"
+    try:
+        flags, speedups = _verify(course, student, assignment, log_file, only=cells)
+        outcome = _run(course, GenerateFeedback, course.config(), assignment, student, force=True)
+        _append_log(log_file, "generate_feedback (after the later reading)", outcome)
+        if outcome["success"]:
+            from course_lib.grader.feedback import write_submission_feedback
+
+            write_submission_feedback(course, student, assignment)
+    except Exception as err:  # noqa: BLE001 - the first grading stands, and says why
+        return dataclasses.replace(result, flags=result.flags + (
+            Flag("note", (), f"the later reading of {', '.join(sorted(cells))} failed: {err}"),))
+    kept = tuple(f for f in result.flags if f.kind != "undecided" and not (
+        f.kind == "verdict-differs" and set(f.cells) <= cells))
+    score, max_score, scores = _scores(course, assignment, student)
+    settled = dataclasses.replace(result, score=score, max_score=max_score, cell_scores=scores,
+                                  flags=kept + tuple(flags), speedups={**result.speedups, **speedups})
+    _write_done(course, submission, settled)
+    return settled
 
 
 def _done_file(course: Course, submission: Submission) -> Path:
@@ -796,7 +832,8 @@ def _autograded_flags(course: Course, student: str, assignment: str) -> list[Fla
     return flags
 
 
-def _verify(course: Course, student: str, assignment: str, log_file: Path) -> tuple[list[Flag], dict[str, float]]:
+def _verify(course: Course, student: str, assignment: str, log_file: Path,
+            only: set[str] | None = None) -> tuple[list[Flag], dict[str, float]]:
     """Grade the test cells again outside the student's kernel and store that verdict.
 
     For speed, memory and scaling cells the out-of-kernel score replaces the in-kernel one;
@@ -811,6 +848,9 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path) -> tu
     student's code ran beside its tests in the kernel, and may be what decided them there
     (a rebound ``assert_same``, a replaced traceback display). The verdicts are appended
     to the cells' output in the autograded notebook, so the feedback shows them.
+
+    ``only``: a later reading of these performance cells alone (see :func:`_settle`): a
+    decided verdict replaces the stored score, an undecided one keeps the better of the two.
     """
     flags: list[Flag] = []
     speedups: dict[str, float] = {}
@@ -821,7 +861,7 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path) -> tu
         try:
             verdicts = verify_notebook(source, path, timeout=course.timeout, log=log_file,
                                        memory_limit=course.memory_limit, sandboxed=course.sandboxed,
-                                       notebook_timeout=course.notebook_timeout)
+                                       notebook_timeout=course.notebook_timeout, only=only)
         except Exception as err:  # noqa: BLE001
             # The in-kernel scores cannot stand alone: the student's code ran beside its own
             # tests there, and may be what stopped the verifier. Zero, flagged for the instructor
@@ -843,6 +883,9 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path) -> tu
                     continue
                 in_kernel = float(grade_.auto_score or 0.0)
                 performance = is_performance_cell(verdict.grade_id)
+                if only is not None:
+                    _store_later_reading(grade_, verdict, in_kernel, flags)
+                    continue
                 if performance and (verdict.refused or verdict.grade_id in refused_in_kernel):
                     # One rule on both sides (grading._refuse_microseconds): a measurement either
                     # side refused is stored as refused, 0 points and flagged, never graded by the
@@ -884,8 +927,24 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path) -> tu
                                       f"in the student's kernel {in_kernel:g}/{verdict.max_score:g}, outside it "
                                       f"{verdict.score:g}/{verdict.max_score:g} (stored): {verdict.detail}"))
             gb.db.commit()
-        _annotate(path, verdicts)
+        _annotate(path, verdicts, later=only is not None)
     return flags, speedups
+
+
+def _store_later_reading(grade_: Any, verdict: CellVerdict, stored: float, flags: list[Flag]) -> None:
+    """A later reading of a cell stored as ``undecided``: decided, it replaces; else the better one stays."""
+    if not verdict.conclusive or verdict.refused:
+        return  # the first grading's better reading stands
+    score = min(max(verdict.score, 0.0), verdict.max_score)
+    if verdict.undecided:
+        readings = ", ".join(f"{x:g}" for x in (*verdict.readings, stored))
+        grade_.auto_score = max(stored, score)
+        flags.append(Flag("undecided", (verdict.grade_id,),
+                          f"measured again later in the batch, still too noisy to grade on (readings {readings} "
+                          f"of {verdict.max_score:g} points): the best, {max(stored, score):g}, is stored"))
+    else:
+        grade_.auto_score = score
+    grade_.needs_manual_grade = False
 
 
 def _zero_tests(course: Course, student: str, assignment: str, source: Path, notebook: str) -> list[str]:
@@ -919,7 +978,7 @@ def _refused_cells(path: Path) -> set[str]:
                     for o in cell.get("outputs", []))} - {None}
 
 
-def _annotate(path: Path, verdicts: list) -> None:
+def _annotate(path: Path, verdicts: list, later: bool = False) -> None:
     nb = nbformat.read(path, as_version=4)
     by_id = {v.grade_id: v for v in verdicts}
     for cell in nb.cells:
@@ -927,7 +986,8 @@ def _annotate(path: Path, verdicts: list) -> None:
         if verdict is None or cell.cell_type != "code" or not is_performance_cell(verdict.grade_id):
             continue
         kept = "" if verdict.conclusive else " (it could not be checked, so the cell scores 0)"
-        text = (f"\nChecked again by the grader outside your kernel: {verdict.score:g} / "
+        when = "Measured again later in the grading run" if later else "Checked again by the grader"
+        text = (f"\n{when} outside your kernel: {verdict.score:g} / "
                 f"{verdict.max_score:g}{kept}. {verdict.detail}\n")
         cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=text))
     nbformat.write(nb, path)
