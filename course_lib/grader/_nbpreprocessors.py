@@ -139,6 +139,7 @@ class CourseExecute(Execute):
         self._stopped: dict[str, Any] | None = None
         self._limit_hit: tuple[str, str] | None = None
         self._started = time.monotonic()
+        self._timings: dict[str, Any] = {"cells": []}  # where the notebook's time went (course grade --profile)
         self._done = threading.Event()
         self._box = None
         base = None
@@ -163,6 +164,8 @@ class CourseExecute(Execute):
                     shutil.rmtree(base, ignore_errors=True)
         if self._stopped is not None:
             nb.metadata.setdefault(METADATA_KEY, {})["kernel_stopped"] = self._stopped
+        self._timings["total"] = time.monotonic() - self._started
+        nb.metadata.setdefault(METADATA_KEY, {})["timings"] = self._timings
         return nb, resources
 
     def _release_kernel(self) -> None:
@@ -288,6 +291,9 @@ class CourseExecute(Execute):
             cell.execution_count = None
             run_sync(self._async_shutdown_unresponsive)()
             return cell, resources
+        began = time.monotonic()
+        # Everything before the first cell ran is the sandbox and the kernel starting.
+        self._timings.setdefault("kernel_start", began - self._started)
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
@@ -313,6 +319,9 @@ class CourseExecute(Execute):
             self._stop(cell, index, "the kernel stopped answering", "kernel-unresponsive")
             run_sync(self._async_shutdown_unresponsive)()
             return cell, self.resources
+        finally:
+            self._timings["cells"].append([index, cell.metadata.get("nbgrader", {}).get("grade_id"),
+                                           time.monotonic() - began])
         return cell, resources
 
     def _stop(self, cell: NotebookNode, index: int, reason: str, kind: str = "kernel-died") -> None:

@@ -173,6 +173,11 @@ def _grade(args: argparse.Namespace) -> int:
                               due=args.due, repo_prefix=args.repo_prefix or os.environ.get("COURSE_REPO_PREFIX", ""))
     print(nbgrading.format_table(results))
     print()
+    if args.profile:
+        from course_lib.grader.profile import format_profile
+
+        print(format_profile((f"{r.assignment}/{r.student}", r.profile) for r in results))
+        print()
     feedback = course.grading_dir / "feedback"
     print(f"Feedback:  {_show(feedback, course.root)}/STUDENT/ASSIGNMENT/*.html")
     print(f"Grades:    {_show(course.grading_dir / 'grades.csv', course.root)}")
@@ -270,6 +275,8 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--no-sandbox", action="store_true",
                        help="run student code without the bubblewrap sandbox (every grade is flagged "
                             "'unsandboxed'); by default grading refuses to start without one")
+    grade.add_argument("--profile", action="store_true",
+                       help="print where each notebook's grading time went, stage by stage")
     grade.add_argument("--workers", type=_count, default=1, metavar="N",
                        help="grade N submissions at a time, each in its own process (default 1)")
     grade.add_argument("--scheduler", metavar="ADDRESS",

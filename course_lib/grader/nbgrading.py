@@ -90,6 +90,7 @@ from course_lib.grader._nbpreprocessors import (
     HideHiddenTests,
     RestoreMissingCells,
 )
+from course_lib import timing
 from course_lib.grader import _cores
 from course_lib.grader._submissions import Submission, copy_submission, find_submissions, record_names
 from course_lib.grader.sandbox import available as sandbox_available
@@ -239,6 +240,8 @@ class SubmissionResult:
     feedback: tuple[Path, ...] = ()
     speedups: dict[str, float] = field(default_factory=dict)
     """Speed-ups measured outside the kernel, by grade id of the speed cell."""
+    profile: dict[str, float] = field(default_factory=dict)
+    """Seconds this grading spent per stage (see :mod:`course_lib.grader.profile`)."""
 
     @property
     def flagged(self) -> bool:
@@ -443,25 +446,15 @@ def grade_submission(course: Course, submission: Submission) -> SubmissionResult
     student, assignment = submission.student, submission.assignment
     done_file = _done_file(course, submission)
     done_file.unlink(missing_ok=True)  # from here until the record is rewritten, it is not graded
+    sw = timing.stages()  # the grader measured with the course's own stage timer
+    verifier: dict[str, float] = {}
     flags = [Flag("note", detail=note) for note in submission.notes]
     if not course.sandboxed:
         flags.append(Flag("unsandboxed", (), "graded with --no-sandbox: the student's code ran with "
                                               "the grader's rights"))
     speedups: dict[str, float] = {}
-    readable, problems = {}, {}
-    for name, path in submission.notebooks.items():
-        problems[name] = _unreadable_reason(path)
-        readable[name] = problems[name] is None
-    copy_submission(submission, course.step("submitted", student, assignment), readable)
-    _write_timestamp(submission, course.step("submitted", student, assignment))
-    for name, reason in problems.items():
-        if reason:
-            flags.append(Flag("malformed", (), f"{name}.ipynb: {reason}"))
-    missing = [n for n in course.notebooks(assignment) if n not in submission.notebooks]
-    if missing:
-        flags.append(Flag("no-notebook", (), "not found: " + ", ".join(f"{n}.ipynb" for n in missing)))
-    for step in ("autograded", "feedback"):
-        _remove(course.step(step, student, assignment))
+    with sw("copy in"):
+        readable, problems, missing = _copy_in(course, submission, flags)
 
     log_file = course.grading_dir / "logs" / assignment / f"{student}.log"
     log_file.parent.mkdir(parents=True, exist_ok=True)
@@ -469,28 +462,32 @@ def grade_submission(course: Course, submission: Submission) -> SubmissionResult
     if any(readable.values()):
         cfg = course.config()
         cfg.CourseExecute.kernel_log = str(log_file)
-        outcome = _run(course, Autograde, cfg, assignment, student, force=True, create_student=True)
+        with sw("autograde"):
+            outcome = _run(course, Autograde, cfg, assignment, student, force=True, create_student=True)
         _append_log(log_file, "autograde", outcome)
         if outcome["success"]:
             flags += _autograded_flags(course, student, assignment)
-            verified, speedups = _verify(course, student, assignment, log_file)
+            with sw("verify"):
+                verified, speedups = _verify(course, student, assignment, log_file, profile=verifier)
             flags += verified
-            outcome = _run(course, GenerateFeedback, course.config(), assignment, student, force=True)
-            _append_log(log_file, "generate_feedback", outcome)
-            if not outcome["success"]:
-                flags.append(Flag("grading-error", (), "feedback: " + _last_error(outcome)))
-            else:  # a page a student can read, in place of nbgrader's (course_lib.grader.feedback)
-                from course_lib.grader.feedback import write_submission_feedback
+            with sw("feedback"):
+                outcome = _run(course, GenerateFeedback, course.config(), assignment, student, force=True)
+                _append_log(log_file, "generate_feedback", outcome)
+                if not outcome["success"]:
+                    flags.append(Flag("grading-error", (), "feedback: " + _last_error(outcome)))
+                else:  # a page a student can read, in place of nbgrader's (course_lib.grader.feedback)
+                    from course_lib.grader.feedback import write_submission_feedback
 
-                write_submission_feedback(course, student, assignment)
+                    write_submission_feedback(course, student, assignment)
         else:
             flags.append(Flag("grading-error", (), _last_error(outcome)))
     else:
         _record_zero(course, assignment, student)
-    feedback = _write_missing_feedback(course, student, assignment, problems, missing)
-    score, max_score, cells = _scores(course, assignment, student)
+    with sw("gradebook and records"):
+        feedback = _write_missing_feedback(course, student, assignment, problems, missing)
+        score, max_score, cells = _scores(course, assignment, student)
     result = SubmissionResult(student, assignment, score, max_score, cells, tuple(flags), feedback,
-                              speedups)
+                              speedups, _profile(course, student, assignment, sw, verifier))
     _write_done(course, submission, result)
     return result
 
@@ -523,6 +520,63 @@ def _settle(course: Course, submission: Submission, result: SubmissionResult) ->
                                   flags=kept + tuple(flags), speedups={**result.speedups, **speedups})
     _write_done(course, submission, settled)
     return settled
+
+
+def _profile(course: Course, student: str, assignment: str, sw: Any, verifier: dict[str, float]) -> dict[str, float]:
+    """The stage timer's readings, with autograde and verify split into their parts."""
+    from course_lib.grader.profile import kernel_stages, verifier_stages
+
+    seconds = sw.seconds
+    split: dict[str, float] = {}
+    for name, spent in seconds.items():
+        if name == "autograde":
+            timings, is_test, is_performance = _kernel_timings(course, student, assignment)
+            split.update(kernel_stages(timings, spent, is_test, is_performance))
+        elif name == "verify":
+            split.update(verifier_stages(verifier, spent))
+        else:
+            split[name] = spent
+    return split
+
+
+def _kernel_timings(course: Course, student: str, assignment: str) -> tuple[dict, dict, dict]:
+    """What the kernel's preprocessor recorded of its cells' times, summed over the notebooks."""
+    timings: dict[str, Any] = {"kernel_start": 0.0, "cells": []}
+    is_test, is_performance = {}, {}
+    for path in sorted(course.step("autograded", student, assignment).glob("*.ipynb")):
+        try:
+            nb = nbformat.read(path, as_version=4)
+        except Exception:  # noqa: BLE001 - a profile is not worth a failed grading
+            continue
+        record = nb.metadata.get(METADATA_KEY, {}).get("timings", {})
+        timings["kernel_start"] += float(record.get("kernel_start", 0.0))
+        timings["cells"] += record.get("cells", [])
+        for cell in nb.cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade_id"):
+                is_test[meta["grade_id"]] = bool(meta.get("grade")) and not meta.get("solution")
+                is_performance[meta["grade_id"]] = is_performance_cell(meta["grade_id"])
+    return timings, is_test, is_performance
+
+
+def _copy_in(course: Course, submission: Submission, flags: list[Flag]) -> tuple[dict, dict, list[str]]:
+    """Copy a submission into ``grading/submitted``; (readable notebooks, problems, missing names)."""
+    student, assignment = submission.student, submission.assignment
+    readable, problems = {}, {}
+    for name, path in submission.notebooks.items():
+        problems[name] = _unreadable_reason(path)
+        readable[name] = problems[name] is None
+    copy_submission(submission, course.step("submitted", student, assignment), readable)
+    _write_timestamp(submission, course.step("submitted", student, assignment))
+    for name, reason in problems.items():
+        if reason:
+            flags.append(Flag("malformed", (), f"{name}.ipynb: {reason}"))
+    missing = [n for n in course.notebooks(assignment) if n not in submission.notebooks]
+    if missing:
+        flags.append(Flag("no-notebook", (), "not found: " + ", ".join(f"{n}.ipynb" for n in missing)))
+    for step in ("autograded", "feedback"):
+        _remove(course.step(step, student, assignment))
+    return readable, problems, missing
 
 
 def _done_file(course: Course, submission: Submission) -> Path:
@@ -833,7 +887,8 @@ def _autograded_flags(course: Course, student: str, assignment: str) -> list[Fla
 
 
 def _verify(course: Course, student: str, assignment: str, log_file: Path,
-            only: set[str] | None = None) -> tuple[list[Flag], dict[str, float]]:
+            only: set[str] | None = None, profile: dict[str, float] | None = None,
+            ) -> tuple[list[Flag], dict[str, float]]:
     """Grade the test cells again outside the student's kernel and store that verdict.
 
     For speed, memory and scaling cells the out-of-kernel score replaces the in-kernel one;
@@ -859,9 +914,13 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path,
         if not source.is_file():
             continue
         try:
+            spent: dict[str, float] = {}
             verdicts = verify_notebook(source, path, timeout=course.timeout, log=log_file,
                                        memory_limit=course.memory_limit, sandboxed=course.sandboxed,
-                                       notebook_timeout=course.notebook_timeout, only=only)
+                                       notebook_timeout=course.notebook_timeout, only=only, profile=spent)
+            if profile is not None:
+                for stage, seconds in spent.items():
+                    profile[stage] = profile.get(stage, 0.0) + seconds
         except Exception as err:  # noqa: BLE001
             # The in-kernel scores cannot stand alone: the student's code ran beside its own
             # tests there, and may be what stopped the verifier. Zero, flagged for the instructor

@@ -119,7 +119,7 @@ def is_performance_cell(grade_id: str | None) -> bool:
 def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 60,
                     log: str | Path | None = None, memory_limit: int = 0,
                     sandboxed: bool = False, notebook_timeout: int = 0,
-                    only: set[str] | None = None) -> list[CellVerdict]:
+                    only: set[str] | None = None, profile: dict[str, float] | None = None) -> list[CellVerdict]:
     """Grade the performance cells of ``autograded`` again, outside the student's kernel.
 
     Parameters
@@ -147,6 +147,9 @@ def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 6
     only : set of str, optional
         Measure only these performance cells (the others are not run) and return their
         verdicts alone: a later reading of cells whose first was too noisy to grade on.
+    profile : dict, optional
+        Receives where the verification's time went, in seconds by stage (see
+        :data:`PROFILE_STAGES`), for ``course grade --profile``.
 
     Returns
     -------
@@ -196,6 +199,10 @@ def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 6
             found, why = None, f"the verification ran past its limit of {limit} s"
         except (json.JSONDecodeError, IndexError):
             found, why = None, "the verifier's report could not be read"
+    if isinstance(found, dict):  # the verifier's report: its verdicts and where its time went
+        if profile is not None:
+            profile.update(found.get("profile", {}))
+        found = found.get("verdicts")
     if found is None:
         return [CellVerdict(g, 0.0, points.get(g, 0.0), why, conclusive=False) for g in tests]
     return [CellVerdict(**v) for v in found]
@@ -524,6 +531,24 @@ class _Measured:
                 f"(timed in batches of {self.batch} call{'s' if self.batch != 1 else ''}; the grader's round "
                 f"trip adds {_fmt_seconds(self.path_seconds)} a batch, {share:.1%} of yours, included); "
                 f"thread pools: {self.threads or 'as set'}; {_cores_text()}")
+
+
+PROFILE_STAGES = ("worker start", "student cells", "setup and provided cells", "tests", "performance tests",
+                  "staging inputs", "timed batches (student)", "timed batches (reference)", "result checks")
+"""Where a verification's time goes, as ``verify_notebook(profile=...)`` reports it: the first
+five add up to the verifier's run; the last four are parts of "performance tests"."""
+
+_PROFILE: dict[str, float] = {}
+
+
+@contextlib.contextmanager
+def _spent(stage: str) -> Iterator[None]:
+    """Add the block's wall seconds to ``stage`` in this verifier's profile."""
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        _PROFILE[stage] = _PROFILE.get(stage, 0.0) + time.perf_counter() - t0
 
 
 _MEASUREMENTS: list[str] = []  # what the remote helpers measured in the current cell
@@ -920,28 +945,33 @@ def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: C
         payload = _pack(inputs[:k_c])
         # The reference process receives the same bytes first: what that costs an honest
         # process is the yardstick for the worker's staging.
-        if k_b > k_c:
-            everything = _pack(inputs)
-            honest = reference.stage(everything) * payload.nbytes / max(1, everything.nbytes)
-        else:
-            honest = reference.stage(payload)
+        with _spent("staging inputs"):
+            if k_b > k_c:
+                everything = _pack(inputs)
+                honest = reference.stage(everything) * payload.nbytes / max(1, everything.nbytes)
+            else:
+                honest = reference.stage(payload)
         for side in ((0, 1) if len(ratios) % 2 == 0 else (1, 0)):
             if side == 0:
                 worker.pause()  # no student process runs while the reference is timed
                 try:
-                    t_b, expected = reference.batch(k_b, worker.threads or 1)
+                    with _spent("timed batches (reference)"):
+                        t_b, expected = reference.batch(k_b, worker.threads or 1)
                 finally:
                     worker.resume()
             else:
                 # Staged just before its batch, as compare makes a round's inputs just
                 # before its loop: inputs staged before the reference's batch had left the
                 # caches (800,000-float inputs: 12% slower per call, stored ratio 11% low).
-                smuggled = _stage(worker, payload, honest)
-                t_c, _, results = _run_batch(worker, candidate.name)
+                with _spent("staging inputs"):
+                    smuggled = _stage(worker, payload, honest)
+                with _spent("timed batches (student)"):
+                    t_c, _, results = _run_batch(worker, candidate.name)
         if len(path) < _PATH_PROBES:
             path.append(_run_batch(worker, None)[0])  # the same staged inputs, no work
-        _check_batch(results, expected, inputs, k_c, extra, rng, baseline, estimate, settings,
-                     len(ratios) + 1)
+        with _spent("result checks"):
+            _check_batch(results, expected, inputs, k_c, extra, rng, baseline, estimate, settings,
+                         len(ratios) + 1)
         t_c += smuggled
         base_t.append(t_b / k_b)
         cand_t.append(t_c / k_c)
@@ -1336,14 +1366,16 @@ def _judge(job: dict) -> list[dict]:
     answers = set(job["answer_names"])
     cells = job["judge_cells"]
     graded = [c for c in cells if c["grade_id"] and c["graded"]]
-    worker = _Worker(job["cwd"], job["log"], job["timeout"], job.get("memory_limit", 0), job.get("sandboxed", False),
-                     shared=job.get("tmpdir"))
+    with _spent("worker start"):
+        worker = _Worker(job["cwd"], job["log"], job["timeout"], job.get("memory_limit", 0),
+                         job.get("sandboxed", False), shared=job.get("tmpdir"))
     verdicts: list[dict] = []
     try:
         ns: dict[str, Any] = {"__name__": "__main__"}
         try:
-            worker.load(job["student_cells"])
-            unreadable = _bind_answers(worker, answers, ns)
+            with _spent("student cells"):
+                worker.load(job["student_cells"])
+                unreadable = _bind_answers(worker, answers, ns)
         except StudentCodeError as exc:
             return [asdict(CellVerdict(c["grade_id"], 0.0, c["points"], f"your code could not be loaded: {exc}"))
                     for c in graded]
@@ -1399,6 +1431,14 @@ def _settled(readings: list[CellVerdict]) -> CellVerdict:
 
 def _judge_cell(cell: dict, ns: dict, worker: _Worker, answers: set[str], unreadable: set[str]) -> CellVerdict | None:
     """Run one instructor cell in the verifier; the verdict if it is a graded test cell."""
+    grade_id = cell["grade_id"]
+    stage = ("setup and provided cells" if not (grade_id and cell["graded"]) else
+             "performance tests" if is_performance_cell(grade_id) else "tests")
+    with _spent(stage):
+        return _judged_cell(cell, ns, worker, answers, unreadable)
+
+
+def _judged_cell(cell: dict, ns: dict, worker: _Worker, answers: set[str], unreadable: set[str]) -> CellVerdict | None:
     from course_lib import grading
 
     _MEASUREMENTS.clear()
@@ -1541,7 +1581,7 @@ def _judge_main() -> int:
         os.environ["TMPDIR"] = tempfile.tempdir = job["tmpdir"]
     os.chdir(job["cwd"])
     verdicts = _judge(job)
-    report.write(json.dumps(verdicts) + "\n")
+    report.write(json.dumps({"verdicts": verdicts, "profile": _PROFILE}) + "\n")
     report.flush()
     return 0
 
