@@ -215,7 +215,7 @@ def render_feedback(nb, scores: dict[str, float], rules: list[dict] | None = Non
         if source.strip():
             body.append(f"<pre class='source'>{html.escape(source)}</pre>")
         if verdict:
-            body.append(_speed_block(verdict, rule.get("says", "") if graded else "", machine))
+            body.append(_speed_block(verdict, rule.get("says", "") if graded else "", machine, _kind(grade_id)))
         body += _outputs(cell, graded, float(meta.get("points", 0)), float(scores.get(grade_id, 0.0)),
                          speed=verdict is not None)
         blocks.append(f"<section class='cell'>{''.join(body)}</section>")
@@ -274,6 +274,16 @@ _GRADER_ERRORS = frozenset({"KernelDied", "CellNotRun", "CellTimeoutError"})
 _HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[^\n]*\n?", re.MULTILINE | re.DOTALL)
 
 
+# What a performance cell's points follow, by the suffix of its grade id.
+_MEASURED = {"speed": "the speed-up", "memory": "the peak memory", "scaling": "the growth exponent"}
+
+
+def _kind(grade_id: str) -> str:
+    """``speed``, ``memory`` or ``scaling`` for a performance cell's grade id, else ``correctness``."""
+    suffix = grade_id.rsplit("_", 1)[-1]
+    return suffix if suffix in _MEASURED else "correctness"
+
+
 def _public_source(source: str) -> str:
     return _HIDDEN.sub("", source).rstrip()
 
@@ -291,7 +301,7 @@ def _summary(cell, verdict: SpeedVerdict | None, got: float, max_points: float) 
     return "passed" if got == max_points else ""
 
 
-def _speed_block(verdict: SpeedVerdict, says: str, machine: str) -> str:
+def _speed_block(verdict: SpeedVerdict, says: str, machine: str, kind: str = "speed") -> str:
     lines = []
     if verdict.speedup is not None:
         verdict_word = f"{verdict.problem}. " if verdict.problem else ""
@@ -305,7 +315,7 @@ def _speed_block(verdict: SpeedVerdict, says: str, machine: str) -> str:
         lines.append(f"<p class='verdict'><b>Checked by the grader outside your kernel: {_pts(verdict.score)} / "
                      f"{_pts(verdict.max_score)}.</b> {html.escape(_clean(verdict.detail))}</p>")
     if says:
-        lines.append(f"<p>How the points follow the speed-up: {html.escape(says)}</p>")
+        lines.append(f"<p>How the points follow {_MEASURED.get(kind, 'the measurement')}: {html.escape(says)}</p>")
     lines.append(f"<p class='context'>Measured on the grading machine ({html.escape(machine)}): "
                  f"{html.escape(_clean(verdict.detail))}</p>")
     return "".join(lines)

@@ -256,11 +256,23 @@ def _figure(values: list[float], title: str, xlabel: str, log: bool,
 
 
 def _histogram_bins(values: list[float], log: bool) -> np.ndarray:
+    """21 edges spanning ``values`` (log-spaced when ``log``): every value falls in a bin.
+
+    ``10 ** log10(x)`` can round above ``x`` (it does for 3.2 and for 7.1 beside 400): the
+    outer edges are set to the extremes themselves, or the lowest value would be dropped.
+    """
     low, high = min(values), max(values)
     if log:
         low, high = max(low, 1e-3), max(high, 1e-3)
-        return np.logspace(np.log10(low), np.log10(high) + 1e-9, 21) if high > low else np.array([low / 1.1, low * 1.1])
-    return np.linspace(low, high, 21) if high > low else np.array([low - 0.5, low + 0.5])
+        if high <= low:
+            return np.array([low / 1.1, low * 1.1])
+        edges = np.logspace(np.log10(low), np.log10(high), 21)
+    elif high > low:
+        edges = np.linspace(low, high, 21)
+    else:
+        return np.array([low - 0.5, low + 0.5])
+    edges[0], edges[-1] = low, high
+    return edges
 
 
 def _flag_text(flag: list) -> str:
