@@ -207,6 +207,7 @@ def _collect(args: argparse.Namespace) -> int:
     prefix = args.repo_prefix or os.environ.get("COURSE_REPO_PREFIX", "")
     due = args.due if args.due is not None else _stored_due(course, args.assignment)
     if args.due is not None:
+        course.grading_dir.mkdir(parents=True, exist_ok=True)
         nbgrading._update_gradebook(course, args.assignment, None, args.due)
     try:
         report = collect.collect(course.grading_dir, args.submissions, args.assignment,

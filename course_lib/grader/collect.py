@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["SubmissionTime", "CollectReport", "collect", "submission_time", "time_of", "read_record",
-           "record_path", "notebook_digests", "last_commit", "COLLECTED_DIR", "TIME_FILE"]
+           "record_path", "notebook_digests", "last_commit", "repository_of", "COLLECTED_DIR", "TIME_FILE"]
 
 COLLECTED_DIR = "collected"
 """Folder of the grading folder holding one collection record per assignment."""
@@ -148,9 +148,8 @@ def time_of(grading_dir: str | Path, submission) -> tuple[SubmissionTime, str] |
                 return SubmissionTime(parse_utc(text.strip()), "timestamp.txt"), text
             except (ValueError, OverflowError):
                 return None  # nbgrader reports an unreadable timestamp.txt itself
-    if not paths:
-        return None
-    commit = last_commit(paths[0])
+    repo = repository_of(submission)
+    commit = last_commit(repo) if repo is not None else None
     if commit is None:
         return None
     try:
@@ -168,12 +167,27 @@ def notebook_digests(notebooks: dict[str, Path]) -> dict[str, str]:
     return {name: hashlib.sha256(Path(path).read_bytes()).hexdigest() for name, path in sorted(notebooks.items())}
 
 
-def last_commit(path: str | Path) -> tuple[str, str] | None:
-    """(commit id, committer date as written, ISO) of the git repository holding ``path``, or None."""
-    repo = _repository(Path(path))
-    if repo is None:
+def repository_of(submission) -> Path | None:
+    """The git repository a submission came in: its Classroom or course-wide repository, or None.
+
+    Only the submission's own folder counts (``DIR/ASSIGNMENT-STUDENT`` or ``DIR/REPO``), never
+    a repository around the submissions folder (the course's own, say): a folder of a zip
+    export has no commit to date it by.
+    """
+    paths = [Path(p) for p in submission.notebooks.values()]
+    if not paths or submission.layout not in ("classroom", "course-repo"):
         return None
-    done = _git(repo, "log", "-1", "--format=%H%n%cI")
+    if submission.layout == "course-repo":  # REPO/assignments/ASSIGNMENT/NAME.ipynb
+        root = paths[0].parents[2]
+    else:  # ASSIGNMENT-STUDENT/anywhere/NAME.ipynb: the outermost folder named so
+        named = [f for f in paths[0].parents if f.name.startswith(f"{submission.assignment}-")]
+        root = named[-1] if named else None
+    return root if root is not None and (root / ".git").exists() else None
+
+
+def last_commit(repo: str | Path) -> tuple[str, str] | None:
+    """(commit id, committer date as written, ISO) of the git repository ``repo``, or None."""
+    done = _git(Path(repo), "log", "-1", "--format=%H%n%cI")
     if done.returncode != 0:
         return None
     lines = done.stdout.split()
@@ -230,7 +244,8 @@ def collect(grading_dir: str | Path, submissions: str | Path, assignment: str,
     for submission in find(folder):
         if not submission.notebooks:
             continue
-        commit = last_commit(next(iter(submission.notebooks.values())))
+        repo = repository_of(submission)
+        commit = last_commit(repo) if repo is not None else None
         if commit is None:
             report.not_git.append(submission.student)
             continue
@@ -272,13 +287,6 @@ def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
                               capture_output=True, text=True, timeout=_GIT_TIMEOUT, env=env)
     except (OSError, subprocess.SubprocessError) as err:
         return subprocess.CompletedProcess(args, 1, "", str(err))
-
-
-def _repository(path: Path) -> Path | None:
-    for folder in path.resolve().parents:
-        if (folder / ".git").exists():
-            return folder
-    return None
 
 
 def _write_json(path: Path, data: dict) -> None:
