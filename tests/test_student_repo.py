@@ -112,6 +112,17 @@ def test_readme_tells_how_to_start_check_and_submit(student):
         assert f"assignments/{name}/{name}.ipynb" in text
 
 
+def test_both_readmes_say_the_same_about_the_deadline(student):
+    # once: the student README said a push after the deadline is not seen, the instructor's
+    # that it shows as late, and the grader took the commit's own (forgeable) date
+    students = " ".join((student / "README.md").read_text().split())
+    instructors = " ".join((ROOT / "README.md").read_text().split())
+    assert "collection fetches your repository" in students and "graded as late" in students
+    assert "The date of your commit does not count" in students and "not seen" not in students.split("## Submit")[1].split("if no later")[0]
+    assert "course collect" in instructors and "late, whatever the commit's date says" in instructors
+    assert "a push the deadline's collection did not see is graded as late" in instructors
+
+
 def test_readme_grading_is_generated_from_the_notebooks(student):
     text = (student / "README.md").read_text()
     # every week's speed cell gives partial credit (speedup_points), week 5's memory cells too

@@ -124,7 +124,7 @@ class GradeRow:
         text = f"submitted {_when(self.timestamp)} ({source.get(self.time_source, 'timestamp.txt')})"
         if self.duedate is not None:
             text += f"; due {_when(self.duedate)}"
-        if self.claimed and self.time_source == "collected":
+        if self.claimed and self.time_source == "collected" and self.status == "late":
             text += (f"; the last commit says {_when(_utc(self.claimed))}: a commit's date is set by the "
                      "student's machine and does not count")
         return text

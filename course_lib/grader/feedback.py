@@ -244,7 +244,7 @@ def render_feedback(nb, scores: dict[str, float], rules: list[dict] | None = Non
         elif verdict:
             body.append(_check_block(verdict, float(scores.get(grade_id, 0.0))))
         body += _outputs(cell, graded, float(meta.get("points", 0)), float(scores.get(grade_id, 0.0)),
-                         speed=verdict is not None and performance)
+                         speed=verdict is not None and performance, checked=verdict is not None)
         body.append(_comment(marked.get(grade_id)))
         blocks.append(f"<section class='cell'>{''.join(body)}</section>")
     table = ("<table><thead><tr><th>cell</th><th>part</th><th>points</th><th>scored</th><th>result</th>"
@@ -367,7 +367,7 @@ def _texts(cell) -> list[str]:
 def _summary(cell, verdict: SpeedVerdict | None, got: float, max_points: float, grade_id: str = "") -> str:
     if verdict and verdict.speedup is not None:
         return f"{verdict.speedup:g}x measured outside your kernel" + (f"; needs {verdict.needs}" if verdict.needs else "")
-    if verdict and _kind(grade_id) == "correctness" and verdict.score < verdict.max_score:
+    if verdict and verdict.score < verdict.max_score:
         return _first_line(verdict.detail)  # the grader's own words, from outside the kernel
     for output in cell.get("outputs", []):
         if output.get("output_type") == "error":
@@ -441,7 +441,7 @@ def _speed_block(verdict: SpeedVerdict, says: str, machine: str, kind: str = "sp
     return "".join(lines)
 
 
-def _outputs(cell, graded: bool, max_points: float, got: float, speed: bool) -> list[str]:
+def _outputs(cell, graded: bool, max_points: float, got: float, speed: bool, checked: bool = False) -> list[str]:
     parts = []
     for output in cell.get("outputs", []):
         kind = output.get("output_type")
@@ -452,7 +452,7 @@ def _outputs(cell, graded: bool, max_points: float, got: float, speed: bool) -> 
             label = "printed inside your kernel (not counted)" if speed else output.get("name", "stdout")
             parts.append(f"<div class='label'>{html.escape(label)}</div><pre>{html.escape(text.strip())}</pre>")
         elif kind == "error":
-            where = "inside your kernel (not counted): " if speed else ""
+            where = "inside your kernel (not counted): " if speed else ("in your kernel: " if checked else "")
             parts.append(f"<p class='error'>{where}{html.escape(_error_line(output))}</p>")
         elif kind in ("execute_result", "display_data"):
             data = output.get("data", {})

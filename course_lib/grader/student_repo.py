@@ -462,9 +462,13 @@ git commit -m "{first}: my answers"
 git push
 ```
 
-The course team fetches the last commit pushed before the deadline and grades the
-notebook `assignments/WEEK/WEEK.ipynb` in it (keep its name and place). A push after the
-deadline is not seen. Check on GitHub that your commit is there.
+At the deadline the course team's collection fetches your repository and records, by the
+course's clock, the notebook `assignments/WEEK/WEEK.ipynb` it found (keep its name and place).
+That is your submission, on time. If you push a changed notebook after the deadline, a later
+collection sees it and records it at its own time: it is graded as late, with the course's
+late penalty, and if no later collection runs it is not seen at all. The date of your commit
+does not count (your own machine sets it). Check on GitHub that your commit is there
+before the deadline.
 
 ## How it is graded
 
