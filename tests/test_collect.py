@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from course_lib.grader import collect
+from classroom import classroom_repo, git, push
 from course_lib.grader._submissions import Submission, find_submissions
 
 DUE = datetime.datetime(2026, 12, 10, 17, 0)
@@ -25,11 +24,11 @@ def at(hour: int, minute: int = 0) -> datetime.datetime:
 
 def test_a_push_after_the_deadline_dated_before_it_is_seen_late(tmp_path):
     subs, work = _classroom(tmp_path, "ada")
-    _push(work, "week1.ipynb", "first try", "2026-12-10T16:00:00+00:00")
+    push(work, "week1.ipynb", "first try", "2026-12-10T16:00:00+00:00")
     report = _collect(tmp_path, subs, at(16, 30))
     assert report.recorded == ["ada"] and report.counts_as == at(16, 30)
     _collect(tmp_path, subs, at(17, 0) + datetime.timedelta(seconds=40))  # the deadline's collection
-    _push(work, "week1.ipynb", "after the deadline", "2026-12-10T16:45:00+00:00")  # GIT_COMMITTER_DATE forged
+    push(work, "week1.ipynb", "after the deadline", "2026-12-10T16:45:00+00:00")  # GIT_COMMITTER_DATE forged
     report = _collect(tmp_path, subs, at(18, 10))
     assert report.recorded == ["ada"] and not report.failed
     [found] = find_submissions(subs, "week1", ["week1"])
@@ -41,7 +40,7 @@ def test_a_push_after_the_deadline_dated_before_it_is_seen_late(tmp_path):
 
 def test_the_first_collection_after_the_due_date_counts_as_made_at_it(tmp_path):
     subs, work = _classroom(tmp_path, "ada")
-    _push(work, "week1.ipynb", "done", "2026-12-10T16:59:00+00:00")
+    push(work, "week1.ipynb", "done", "2026-12-10T16:59:00+00:00")
     report = _collect(tmp_path, subs, at(17, 30))  # the cron job started late
     assert report.counts_as == DUE and report.warnings and "began 30 min after it" in report.warnings[0]
     [found] = find_submissions(subs, "week1", ["week1"])
@@ -51,10 +50,10 @@ def test_the_first_collection_after_the_due_date_counts_as_made_at_it(tmp_path):
 
 def test_unchanged_notebooks_keep_their_first_time(tmp_path):
     subs, work = _classroom(tmp_path, "ada")
-    _push(work, "week1.ipynb", "done", "2026-12-10T16:00:00+00:00")
+    push(work, "week1.ipynb", "done", "2026-12-10T16:00:00+00:00")
     _collect(tmp_path, subs, at(16, 30))
-    _git(work, "commit", "-q", "--allow-empty", "-m", "nothing new", when="2026-12-10T18:00:00+00:00")
-    _git(work, "push", "-q", "origin", "main")
+    git(work, "commit", "-q", "--allow-empty", "-m", "nothing new", when="2026-12-10T18:00:00+00:00")
+    git(work, "push", "-q", "origin", "main")
     report = _collect(tmp_path, subs, at(18, 30))
     assert report.unchanged == ["ada"] and report.recorded == []
     [found] = find_submissions(subs, "week1", ["week1"])
@@ -63,8 +62,8 @@ def test_unchanged_notebooks_keep_their_first_time(tmp_path):
 
 def test_an_uncollected_repository_has_only_its_commit_date_the_students_claim(tmp_path):
     subs, work = _classroom(tmp_path, "ada")
-    _push(work, "week1.ipynb", "done", "2026-12-10T16:00:00+00:00")
-    _git(subs / "week1-ada", "pull", "-q")  # fetched by hand, never collected
+    push(work, "week1.ipynb", "done", "2026-12-10T16:00:00+00:00")
+    git(subs / "week1-ada", "pull", "-q")  # fetched by hand, never collected
     [found] = find_submissions(subs, "week1", ["week1"])
     when, _ = collect.time_of(tmp_path / "grading", found)
     assert (when.source, when.time) == ("commit date", at(16, 0))
@@ -76,9 +75,9 @@ def test_a_timestamp_txt_wins_and_a_surrounding_repository_is_never_used(tmp_pat
     folder = outer / "submissions" / "ana" / "week1"
     folder.mkdir(parents=True)
     (folder / "week1.ipynb").write_text("{}")
-    _git(outer, "init", "-q", "-b", "main")
-    _git(outer, "add", ".")
-    _git(outer, "commit", "-qm", "course", when="2026-12-09T10:00:00+00:00")
+    git(outer, "init", "-q", "-b", "main")
+    git(outer, "add", ".")
+    git(outer, "commit", "-qm", "course", when="2026-12-09T10:00:00+00:00")
     submission = Submission("ana", "week1", "nbgrader", {"week1": folder / "week1.ipynb"})
     assert collect.time_of(tmp_path / "grading", submission) is None
     (folder / "timestamp.txt").write_text("2026-12-10 16:00:00 UTC\n")
@@ -89,15 +88,15 @@ def test_a_timestamp_txt_wins_and_a_surrounding_repository_is_never_used(tmp_pat
 def test_a_course_wide_repository_is_dated_by_its_own_weeks_notebooks(tmp_path):
     remote = tmp_path / "github" / "measure-first-ada.git"
     remote.mkdir(parents=True)
-    _git(remote, "init", "-q", "--bare", "-b", "main")
+    git(remote, "init", "-q", "--bare", "-b", "main")
     work = tmp_path / "work"
-    _git(tmp_path, "clone", "-q", str(remote), "work")
-    _push(work, "assignments/week1/week1.ipynb", "week 1", "2026-12-10T16:00:00+00:00")
+    git(tmp_path, "clone", "-q", str(remote), "work")
+    push(work, "assignments/week1/week1.ipynb", "week 1", "2026-12-10T16:00:00+00:00")
     subs = tmp_path / "subs"
     subs.mkdir()
-    _git(subs, "clone", "-q", str(remote), "measure-first-ada")
+    git(subs, "clone", "-q", str(remote), "measure-first-ada")
     _collect(tmp_path, subs, at(16, 30), prefix="measure-first")
-    _push(work, "assignments/week2/week2.ipynb", "week 2 started", "2026-12-11T09:00:00+00:00")
+    push(work, "assignments/week2/week2.ipynb", "week 2 started", "2026-12-11T09:00:00+00:00")
     report = _collect(tmp_path, subs, at(20, 0), prefix="measure-first")
     assert report.unchanged == ["ada"]  # another week's commit does not make week 1 late
     record = collect.read_record(tmp_path / "grading", "week1")
@@ -106,9 +105,9 @@ def test_a_course_wide_repository_is_dated_by_its_own_weeks_notebooks(tmp_path):
 
 def test_a_repository_that_cannot_be_fetched_is_reported_and_recorded_as_it_is(tmp_path):
     subs, work = _classroom(tmp_path, "ada")
-    _push(work, "week1.ipynb", "done", "2026-12-10T16:00:00+00:00")
-    _git(subs / "week1-ada", "pull", "-q")
-    _git(subs / "week1-ada", "remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    push(work, "week1.ipynb", "done", "2026-12-10T16:00:00+00:00")
+    git(subs / "week1-ada", "pull", "-q")
+    git(subs / "week1-ada", "remote", "set-url", "origin", str(tmp_path / "gone.git"))
     report = _collect(tmp_path, subs, at(16, 30))
     assert "git fetch failed" in report.failed["week1-ada"] and report.recorded == ["ada"]
 
@@ -126,7 +125,7 @@ def test_an_unreadable_record_is_never_replaced(tmp_path):
 
 def test_the_record_is_plain_json_with_every_run(tmp_path):
     subs, work = _classroom(tmp_path, "ada")
-    _push(work, "week1.ipynb", "done", "2026-12-10T16:00:00+00:00")
+    push(work, "week1.ipynb", "done", "2026-12-10T16:00:00+00:00")
     _collect(tmp_path, subs, at(16, 30))
     record = json.loads(collect.record_path(tmp_path / "grading", "week1").read_text())
     assert record["runs"] == [{"started": "2026-12-10T16:30:00", "counts_as": "2026-12-10T16:30:00",
@@ -145,33 +144,6 @@ def _collect(tmp: Path, subs: Path, now: datetime.datetime, prefix: str = "") ->
                            DUE, now=lambda: now)
 
 
-def _git(cwd: Path, *args: str, when: str | None = None) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "s", "GIT_AUTHOR_EMAIL": "s@x", "GIT_COMMITTER_NAME": "s",
-           "GIT_COMMITTER_EMAIL": "s@x"}
-    if when:
-        env.update(GIT_AUTHOR_DATE=when, GIT_COMMITTER_DATE=when)
-    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, timeout=60)
-
-
 def _classroom(tmp: Path, login: str) -> tuple[Path, Path]:
-    """A bare remote, the student's clone (returned) and the instructor's clone under ``subs``."""
-    remote = tmp / "github" / f"week1-{login}.git"
-    remote.mkdir(parents=True)
-    _git(remote, "init", "-q", "--bare", "-b", "main")
-    work = tmp / "students" / login
-    work.mkdir(parents=True)
-    _git(work, "init", "-q", "-b", "main")
-    _git(work, "remote", "add", "origin", str(remote))
-    _push(work, "README.md", "week1", "2026-12-01T09:00:00+00:00")
     subs = tmp / "subs"
-    subs.mkdir(exist_ok=True)
-    _git(subs, "clone", "-q", str(remote), f"week1-{login}")
-    return subs, work
-
-
-def _push(work: Path, name: str, text: str, when: str) -> None:
-    (work / name).parent.mkdir(parents=True, exist_ok=True)
-    (work / name).write_text(text)
-    _git(work, "add", name)
-    _git(work, "commit", "-qm", f"{name}: {text}", when=when)
-    _git(work, "push", "-q", "origin", "main")
+    return subs, classroom_repo(tmp, subs, f"week1-{login}")

@@ -24,10 +24,7 @@ import csv
 import datetime
 import html
 import io
-import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import nbformat
@@ -35,6 +32,7 @@ import pytest
 
 from course_lib.grader import cli, collect
 from course_lib.grader._submissions import answered, safe_student_id
+from classroom import classroom_repo, push
 from lms_import import canvas_import
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -94,7 +92,7 @@ def term(tmp_path_factory):
     collect_now = collect._utcnow
     collect._utcnow = lambda: clock["now"]
     try:
-        students = {login: _student_repo(tmp, subs, login) for login in ("octocat", "latecomer", "forger")}
+        students = {login: classroom_repo(tmp, subs, f"term-{login}") for login in ("octocat", "latecomer", "forger")}
         _push(students["octocat"], notebook(WRONG), "2026-12-10T16:10:00+00:00")
         for login in ("latecomer", "forger"):
             _push(students[login], released, "2026-12-10T16:15:00+00:00")  # accepted, nothing done yet
@@ -320,34 +318,5 @@ def _page(grading: Path, student: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", text))
 
 
-def _git(cwd: Path, *args: str, when: str | None = None) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "s", "GIT_AUTHOR_EMAIL": "s@uni.example",
-           "GIT_COMMITTER_NAME": "s", "GIT_COMMITTER_EMAIL": "s@uni.example"}
-    if when:
-        env.update(GIT_AUTHOR_DATE=when, GIT_COMMITTER_DATE=when)
-    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, timeout=60)
-
-
-def _student_repo(tmp: Path, subs: Path, login: str) -> Path:
-    """The student's own clone of their Classroom repository; the instructor's clone under ``subs``."""
-    remote = tmp / "github" / f"term-{login}.git"
-    remote.mkdir(parents=True)
-    _git(remote, "init", "-q", "--bare", "-b", "main")
-    work = tmp / "students" / login
-    work.mkdir(parents=True)
-    _git(work, "init", "-q", "-b", "main")
-    (work / "README.md").write_text(f"term, {login}\n")
-    _git(work, "add", "README.md")
-    _git(work, "commit", "-qm", "starter", when="2026-12-01T09:00:00+00:00")
-    _git(work, "remote", "add", "origin", str(remote))
-    _git(work, "push", "-q", "origin", "main")
-    subs.mkdir(parents=True, exist_ok=True)
-    _git(subs, "clone", "-q", str(remote), f"term-{login}")  # what gh classroom clone does
-    return work
-
-
 def _push(work: Path, nb: nbformat.NotebookNode, when: str) -> None:
-    nbformat.write(nb, work / "term.ipynb")
-    _git(work, "add", "term.ipynb")
-    _git(work, "commit", "-qm", "my answers", when=when)
-    _git(work, "push", "-q", "origin", "main")
+    push(work, "term.ipynb", nbformat.writes(nb), when)

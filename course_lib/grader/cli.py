@@ -456,9 +456,7 @@ def _parser() -> argparse.ArgumentParser:
     collect.add_argument("--repo-prefix", metavar="PREFIX", help="as for course grade (or COURSE_REPO_PREFIX)")
     collect.add_argument("--no-fetch", action="store_true",
                          help="record the repositories as they are, without fetching them")
-    collect.add_argument("--grading-dir", type=Path, metavar="DIR", help="the grading folder (default grading/)")
-    collect.add_argument("--db", metavar="URL", help="gradebook URL (default: SQLite in the grading folder)")
-    _add_root(collect)
+    _add_grading(collect)
     collect.set_defaults(run=_collect)
 
     mark = commands.add_parser("mark", help="list the answers marked by hand, or record a mark",
@@ -472,9 +470,7 @@ def _parser() -> argparse.ArgumentParser:
     mark.add_argument("points", nargs="?", type=_number, help="the points given")
     mark.add_argument("--comment", metavar="TEXT", help="a comment the student reads in the feedback")
     mark.add_argument("--all", action="store_true", help="list the answers already marked too")
-    mark.add_argument("--grading-dir", type=Path, metavar="DIR", help="the grading folder (default grading/)")
-    mark.add_argument("--db", metavar="URL", help="gradebook URL (default: SQLite in the grading folder)")
-    _add_root(mark)
+    _add_grading(mark)
     mark.set_defaults(run=_mark)
 
     feedback = commands.add_parser("feedback", help="write feedback, grades.csv and flags.csv again, no regrading",
@@ -483,9 +479,7 @@ def _parser() -> argparse.ArgumentParser:
                                                "date, late penalties), without grading anything again.")
     feedback.add_argument("assignment", nargs="?", help="only this assignment's feedback pages")
     feedback.add_argument("--roster", type=Path, metavar="FILE", help="as for course grade (default roster.csv)")
-    feedback.add_argument("--grading-dir", type=Path, metavar="DIR", help="the grading folder (default grading/)")
-    feedback.add_argument("--db", metavar="URL", help="gradebook URL (default: SQLite in the grading folder)")
-    _add_root(feedback)
+    _add_grading(feedback)
     feedback.set_defaults(run=_feedback)
 
     export = commands.add_parser("export", help="grades as a learning management system imports them",
@@ -499,9 +493,7 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--roster", type=Path, metavar="FILE",
                         help="names, e-mails and LMS ids (sis_user_id, sis_login_id, canvas_id, section, "
                              "idnumber) of the students (default roster.csv)")
-    export.add_argument("--grading-dir", type=Path, metavar="DIR", help="the grading folder (default grading/)")
-    export.add_argument("--db", metavar="URL", help="gradebook URL (default: SQLite in the grading folder)")
-    _add_root(export)
+    _add_grading(export)
     export.set_defaults(run=_export)
 
     check = commands.add_parser("check", help="run a notebook's visible tests, with points",
@@ -574,6 +566,13 @@ def _parser() -> argparse.ArgumentParser:
     _add_root(reset)
     reset.set_defaults(run=_reset)
     return parser
+
+
+def _add_grading(parser: argparse.ArgumentParser) -> None:
+    """--grading-dir, --db and --root: where a command finds what was graded."""
+    parser.add_argument("--grading-dir", type=Path, metavar="DIR", help="the grading folder (default grading/)")
+    parser.add_argument("--db", metavar="URL", help="gradebook URL (default: SQLite in the grading folder)")
+    _add_root(parser)
 
 
 def _add_root(parser: argparse.ArgumentParser) -> None:
