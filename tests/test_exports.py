@@ -189,3 +189,21 @@ def test_the_roster_reads_lms_ids(tmp_path):
     path.write_text("id,name,email,SIS_User_ID,section,notes\nada,Ada,a@x,S1,A,keen\n", encoding="utf-8")
     [ada] = read_roster(path)
     assert ada.lms == {"sis_user_id": "S1", "section": "A"}
+
+
+def test_grading_warns_of_every_roster_row_and_submission_left_unmatched(tmp_path):
+    from course_lib.grader._submissions import Submission
+    from course_lib.grader.nbgrading import _match
+
+    course = make_course(tmp_path)
+    found = {"week1": [Submission(JOSE, "week1", "nbgrader", {}, name="José García"),
+                       Submission("bob", "week1", "classroom", {})]}
+    said: list[str] = []
+    match = _match(course, found, ROSTER, said.append)
+    assert match.ids == {JOSE: "José García", "octocat": "OctoCat"}  # octocat: from the gradebook
+    assert said == ["roster row 'OctoCat' has no submission of week1: a 'missing' row in grades.csv",
+                    "roster row 'zoe' has no submission of week1: a 'missing' row in grades.csv",
+                    "the submission of week1 by 'bob' matches no roster row (by id, name or GitHub user name): "
+                    "no roster name or e-mail for it"]
+    with pytest.raises(CourseError, match="roster: roster rows 'José García' and 'Jose_Garcia-978edf99'"):
+        _match(course, found, ROSTER + [Student(JOSE)], said.append)
