@@ -282,8 +282,8 @@ def grade(course: Course, submissions: str | Path, assignments: list[str] | None
           repo_prefix: str = "", warn=None) -> list[SubmissionResult]:
     """Collect, autograde and give feedback on every submission in ``submissions``.
 
-    Writes ``grading/grades.csv`` (nbgrader's CSV export of the whole gradebook) and
-    ``grading/flags.csv`` (one row per flag). ``assignments`` defaults to every assignment
+    Writes ``grading/grades.csv`` (one row per graded submission of the whole gradebook, with
+    nbgrader's export columns and its standing) and ``grading/flags.csv`` (one row per flag). ``assignments`` defaults to every assignment
     in ``solutions/`` that has submissions in the folder. ``progress``: show a tqdm bar on
     stderr (default: when there are more than 5 submissions).
 
@@ -1113,7 +1113,7 @@ def _export(course: Course, results: list[SubmissionResult], roster: list | None
     penalties written back): ``grades.csv``, the ``late`` and ``claimed-time`` flags and
     the results' scores all come from it.
     """
-    from course_lib.grader.exports import grade_rows, write_long
+    from course_lib.grader.exports import _write_csv, grade_rows, write_long
 
     # Not nbgrader's CsvExportPlugin: it gives every student in the gradebook a 0 for every
     # assignment, submitted or not; here a row is a graded submission (or a roster "missing").
@@ -1131,8 +1131,6 @@ def _export(course: Course, results: list[SubmissionResult], roster: list | None
     kept += [{"assignment": row.assignment, "student": row.student, "flag": f.kind, "cells": "", "detail": f.detail}
              for row in rows for f in _standing_flags(row)]
     kept.sort(key=lambda row: (row["assignment"], row["student"]))
-    from course_lib.grader.exports import _write_csv
-
     _write_csv(flags_file, _FLAG_COLUMNS, [[row[c] for c in _FLAG_COLUMNS] for row in kept])
     return rows
 
