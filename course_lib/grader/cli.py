@@ -143,8 +143,9 @@ def _reset(args: argparse.Namespace) -> int:
         raise nbgrading.CourseError(f"refusing to delete {folder}: it holds the course itself")
     if not args.yes:
         if not sys.stdin.isatty():
-            raise nbgrading.CourseError(f"this deletes {folder} (gradebook, grades, feedback); add --yes to confirm")
-        answer = input(f"Delete {folder} (gradebook, grades, feedback, logs)? [y/N] ")
+            raise nbgrading.CourseError(f"this deletes {folder} (gradebook, grades, feedback, collection records); "
+                                        "add --yes to confirm")
+        answer = input(f"Delete {folder} (gradebook, grades, feedback, logs, collection records)? [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
             print("nothing deleted")
             return EXIT_OK
