@@ -1001,9 +1001,9 @@ def _refused_cells(path: Path) -> set[str]:
 def _annotate(path: Path, verdicts: list) -> None:
     """Append each cell's out-of-kernel verdict to its outputs, where the feedback shows it.
 
-    Every performance cell's; and a correctness cell's when the verifier could decide it,
-    for its message is the grader's own, made where the student's code never saw a hidden
-    test: the feedback shows it where the kernel's own message is withheld.
+    Every performance cell's; and a correctness cell's that failed on either side, when the
+    verifier could decide it: its message is the grader's own, made where the student's code
+    never saw a hidden test, so the feedback shows it where the kernel's own is withheld.
     """
     nb = nbformat.read(path, as_version=4)
     by_id = {v.grade_id: v for v in verdicts}
@@ -1012,7 +1012,8 @@ def _annotate(path: Path, verdicts: list) -> None:
         if verdict is None or cell.cell_type != "code":
             continue
         if not is_performance_cell(verdict.grade_id):
-            if verdict.conclusive and not verdict.refused:
+            failed_in_kernel = any(o.get("output_type") == "error" for o in cell.get("outputs", []))
+            if verdict.conclusive and not verdict.refused and (verdict.score < verdict.max_score or failed_in_kernel):
                 text = (f"\nChecked again by the grader outside your kernel: {verdict.score:g} / "
                         f"{verdict.max_score:g}. {verdict.detail}\n")
                 cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=text))
