@@ -121,7 +121,7 @@ class GradeRow:
         source = {"collected": "seen by the course's collection of the repositories",
                   "timestamp.txt": "nbgrader's timestamp.txt",
                   "commit date": "the date of the last commit, which the student's machine sets"}
-        text = f"submitted {_when(self.timestamp)} ({source.get(self.time_source, 'timestamp.txt')})"
+        text = f"submitted {_when(self.timestamp)} ({source.get(self.time_source, 'its recorded time')})"
         if self.duedate is not None:
             text += f"; due {_when(self.duedate)}"
         if self.claimed and self.time_source == "collected" and self.status == "late":

@@ -377,6 +377,8 @@ def refresh_feedback(course: Course, submissions: list[tuple[str, str]] | None =
     from course_lib.grader.exports import grade_rows
     from course_lib.grader.feedback import write_submission_feedback
 
+    if submissions is not None and not submissions:
+        return []
     rows = {(r.student, r.assignment): r for r in grade_rows(course) if r.submitted}  # one pass over the gradebook
     wanted = sorted(rows) if submissions is None else submissions
     written: list[Path] = []
