@@ -28,9 +28,28 @@ SHELL_CMD=$(command -v bash || command -v sh)
 ROOT_OK=""
 if [ "$(id -u)" = 0 ]; then ROOT_OK="--allow-root"; fi
 export VIRTUAL_ENV="$ROOT/.venv"
-nohup setsid "$ROOT/.venv/bin/jupyter" lab --no-browser --ip=0.0.0.0 --port="$PORT" \
-    --ServerApp.port_retries=0 --ServerApp.token='' --ServerApp.root_dir="$ROOT" \
+# Who can reach it. The server listens on the loopback interface only. In a Codespace the
+# port is forwarded from inside the container, privately by default (only the codespace's
+# owner, signed in to GitHub, gets through), so the token is left empty there, and the
+# forwarded host name is accepted as local: a loopback server refuses other Host headers
+# (jupyter_server's guard against DNS rebinding), and cross-origin requests only from it.
+# Anywhere else (a laptop, a shared machine) a random token guards it; the address to open,
+# token included, is printed below and in the log. Keep the Codespaces port private: a
+# public port would let anyone with its address run code as you.
+if [ "${CODESPACES:-}" = true ] && [ -n "${CODESPACE_NAME:-}" ]; then
+    FORWARDED="$CODESPACE_NAME-$PORT.${GITHUB_CODESPACES_PORT_FORWARDING_DOMAIN:-app.github.dev}"
+    TOKEN=""
+    set -- --ServerApp.local_hostnames=localhost --ServerApp.local_hostnames="$FORWARDED" \
+        --ServerApp.allow_origin="https://$FORWARDED"
+    OPEN="the Ports tab's JupyterLab (port $PORT), https://$FORWARDED"
+else
+    TOKEN=$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')
+    set --
+    OPEN="http://127.0.0.1:$PORT/lab?token=$TOKEN"
+fi
+nohup setsid "$ROOT/.venv/bin/jupyter" lab --no-browser --ip=127.0.0.1 --port="$PORT" \
+    --ServerApp.port_retries=0 --IdentityProvider.token="$TOKEN" --ServerApp.root_dir="$ROOT" \
     --ServerApp.terminado_settings="{\"shell_command\": [\"$SHELL_CMD\"]}" \
-    $ROOT_OK >"$LOG" 2>&1 </dev/null &
+    "$@" $ROOT_OK >"$LOG" 2>&1 </dev/null &
 echo $! >"$PIDFILE"
-echo "JupyterLab starting on port $PORT (pid $!); its log: $LOG"
+echo "JupyterLab starting on port $PORT (pid $!); open $OPEN; its log: $LOG"

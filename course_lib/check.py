@@ -4,6 +4,7 @@ From inside the notebook (save it first: the check runs the saved file)::
 
     from course_lib.check import check
     check("part2")      # the visible tests of Part 2 (and every cell before them)
+    check("task2")      # the same in a notebook whose sections are tasks (weeks 3 to 8)
     check()             # every visible test
 
 From a terminal, in the notebook's folder: ``course check week1.ipynb`` (or
@@ -102,7 +103,8 @@ class CheckResult:
           ----  test_sum_speed    4 points in hidden tests
         Visible tests: 1 of 1 passed, 1 / 1 point; another 4 points in hidden tests.
         """
-        scope = f"Part {self.part}, " if self.part else ""
+        word = self.cells[0].part.split()[0] if self.cells and self.cells[0].part else "Part"
+        scope = f"{word} {self.part}, " if self.part else ""
         lines = [f"Checking {self.notebook.name}: {scope}visible tests only; "
                  "hidden tests run when it is graded."]
         lines += [f"  warning: {w}" for w in self.warnings]
@@ -147,8 +149,9 @@ def check(part: int | str | None = None, notebook: str | Path | None = None, *,
     Parameters
     ----------
     part : int or str, optional
-        ``2``, ``"part2"`` or ``"Part 2"``: report only the tests of that part (the cells
-        before it run too, since the part needs them). Default: every test.
+        ``2``, ``"part2"``, ``"Part 2"`` or ``"task2"``: report only the tests of that
+        part, or task (the notebooks have one or the other; the cells before it run too,
+        since it needs them). Default: every test.
     notebook : str or Path, optional
         The notebook to check; by default the one whose kernel runs this call (see
         :func:`find_notebook`).
@@ -208,7 +211,7 @@ def check_notebook(path: str | Path, part: int | str | None = None, *, timeout: 
 
 
 def parts(nb) -> dict[int, str]:
-    """The notebook's parts: number -> heading, from its ``## Part N: ...`` markdown cells.
+    """The notebook's parts: number -> heading, from its ``## Part N: ...`` (or ``## Task N: ...``) cells.
 
     Examples
     --------
@@ -296,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # --- private helpers -------------------------------------------------------------------------
 
-_PART = re.compile(r"^#{1,4}\s*Part\s+(\d+)\b[^\n]*", re.MULTILINE | re.IGNORECASE)
+_PART = re.compile(r"^#{1,4}\s*(?:Part|Task)\s+(\d+)\b[^\n]*", re.MULTILINE | re.IGNORECASE)
 _SPEED_NOTE = re.compile(r"^#\s*Hidden (?:speed|memory|scaling) test[^:]*:\s*", re.IGNORECASE)
 _PREVIEWS = {"preview_speedup", "preview_parallel", "preview_peak_memory", "preview_scaling"}
 
@@ -314,10 +317,12 @@ def _locate(path: Path) -> Path:
 
 
 def _part_number(part: int | str, known: dict[int, str]) -> int:
-    text = str(part).strip().lower().replace(" ", "").removeprefix("part")
+    # "part2" and "task2" name the same section: weeks 1 and 2 have parts, the others tasks
+    text = str(part).strip().lower().replace(" ", "").removeprefix("part").removeprefix("task")
     if not text.isdigit() or int(text) not in known:
-        listed = ", ".join(f"'part{n}'" for n in sorted(known)) or "none"
-        raise CheckError(f"no part {part!r} in this notebook; its parts: {listed}")
+        word = next((title.split()[0].lower() for title in known.values()), "part")
+        listed = ", ".join(f"'{word}{n}'" for n in sorted(known)) or "none"
+        raise CheckError(f"no part {part!r} in this notebook; its {word}s: {listed}")
     return int(text)
 
 

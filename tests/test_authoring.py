@@ -324,18 +324,20 @@ def test_grades_csv_lists_submissions_only_and_roster_students_as_missing(tmp_pa
 
     from nbgrader.api import Gradebook
 
-    from course_lib.grader.nbgrading import _environment, _nbgrader_env
-    from course_lib.grader.roster import Student, parse_due, write_grades
+    from course_lib.grader.exports import grade_rows, write_long
+    from course_lib.grader.nbgrading import Course, _environment, _nbgrader_env
+    from course_lib.grader.roster import Student, parse_due
 
-    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
-    with _environment(**_nbgrader_env()), Gradebook(url) as gb:
+    course = Course.locate(root=ROOT, grading_dir=tmp_path / "grading")
+    (tmp_path / "grading").mkdir()
+    with _environment(**_nbgrader_env()), Gradebook(course.db_url) as gb:
         gb.add_assignment("week1", duedate=parse_due("2026-12-10 17:00"))
         gb.add_assignment("week2")
         for student in ("ada", "demo_student"):
             gb.add_student(student)
         gb.add_submission("week1", "ada")
-        roster = [Student("ada", "Ada Lovelace", "ada@example.org"), Student("cy", "Cy Young", "cy@example.org")]
-        assert write_grades(gb, tmp_path / "grades.csv", roster) == 4
+    roster = [Student("ada", "Ada Lovelace", "ada@example.org"), Student("cy", "Cy Young", "cy@example.org")]
+    write_long(grade_rows(course, roster), tmp_path / "grades.csv")
     rows = list(csv.DictReader((tmp_path / "grades.csv").open()))
     shown = [(r["assignment"], r["student_id"], r["status"], r["score"], r["last_name"], r["email"]) for r in rows]
     assert shown == [("week1", "ada", "graded", "0", "Lovelace", "ada@example.org"),

@@ -105,6 +105,23 @@ def test_a_written_answer_marked_by_hand_has_its_row_its_points_and_the_students
     assert "Score: 3.5 / 12 points." in marked and "<td>2 / 2</td><td>marked by hand</td>" in marked
 
 
+def test_a_scaling_cell_speaks_of_its_exponent_and_a_memory_cell_of_its_peak():
+    verdict = ("\nChecked again by the grader outside your kernel: 1 / 3. measured outside your kernel: exponent "
+               "1.40 (between linear and quadratic) from CPU time per call 1.71 ms at n=1,000, 3.9 ms at n=2,000\n")
+    cells = [_cell("# Hidden scaling test (3 points): full up to 1.1, none from 1.6.", "test_h_scaling", 3,
+                   [nbformat.v4.new_output("stream", name="stdout", text=verdict)]),
+             _cell("# Hidden memory test (2 points): full up to 20 MB.", "test_h_memory", 2,
+                   [nbformat.v4.new_output("stream", name="stdout", text=verdict.replace("1 / 3", "2 / 2"))])]
+    rules = [{"grade_id": "test_h_scaling", "partial": True, "says": "full up to 1.1, none from 1.6."},
+             {"grade_id": "test_h_memory", "partial": True, "says": "full up to 20 MB."}]
+    page = feedback.render_feedback(nbformat.v4.new_notebook(cells=cells), {"test_h_scaling": 1.0}, rules,
+                                    title="t", machine="m")
+    assert "How the points follow the growth exponent: full up to 1.1" in page
+    assert "How the points follow the peak memory: full up to 20 MB." in page
+    assert "follow the speed-up" not in page and "CPU seconds" not in page
+    assert "from CPU time per call 1.71 ms at n=1,000" in page
+
+
 def test_a_cell_without_a_verdict_is_parsed_as_none():
     assert feedback.parse_verdict("speed-up 3x") is None
     kept = feedback.parse_verdict("Checked again by the grader outside your kernel: 0 / 4 (it could not be "

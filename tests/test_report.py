@@ -9,7 +9,9 @@ import subprocess
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 from nbgrader.api import Gradebook
 
 from course_lib.grader import cli
@@ -148,3 +150,20 @@ def test_partial_credit_memory_and_scaling_thresholds_are_drawn():
     assert report._threshold_lines("memory", memory) == [(20.0, "full_at"), (100.0, "zero_at")]
     scaling = authoring.thresholds("scaling_points(f, m, [1, 2], full_at=1.5, zero_at=1.7, points=5)")
     assert report._threshold_lines("scaling", scaling) == [(1.5, "full_at"), (1.7, "zero_at")]
+
+
+@given(st.lists(st.floats(1e-3, 1e4), min_size=1, max_size=30), st.booleans())
+def test_every_value_falls_in_a_histogram_bin(values, log):
+    # The chart once dropped the lowest speed-up: 10 ** log10(3.2) rounds above 3.2, so
+    # the first log-spaced edge left it out.
+    from course_lib.grader import report
+
+    edges = report._histogram_bins(values, log)
+    assert np.histogram(values, edges)[0].sum() == len(values)
+
+
+def test_the_lowest_speedup_of_a_class_is_counted():
+    from course_lib.grader import report
+
+    values = [3.2, 7.1, 150.0, 400.0]
+    assert np.histogram(values, report._histogram_bins(values, log=True))[0].sum() == 4

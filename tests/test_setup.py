@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 import tomllib
 from pathlib import Path
 
@@ -210,6 +211,42 @@ def test_devcontainer_starts_jupyterlab_once_from_a_script_that_exists(devcontai
     assert "nohup setsid" in script and "port_retries=0" in script and "kill -0" in script
     assert devcontainer["portsAttributes"]["8888"]["label"] == "JupyterLab"
     assert devcontainer["forwardPorts"] == [8888]
+
+
+@pytest.mark.parametrize("codespace", [True, False])
+def test_jupyterlab_listens_on_loopback_and_needs_a_token_outside_a_codespace(codespace, tmp_path):
+    # The script as the devcontainer runs it, with a stand-in `jupyter` that records its
+    # arguments: a server on 0.0.0.0 with an empty token let anyone who could reach the
+    # port run code as the student.
+    root = tmp_path / "repo"
+    (root / ".devcontainer").mkdir(parents=True)
+    shutil.copy(ROOT / ".devcontainer" / "start-jupyterlab.sh", root / ".devcontainer")
+    fake = root / ".venv" / "bin" / "jupyter"
+    fake.parent.mkdir(parents=True)
+    fake.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {tmp_path / 'args'}\n")
+    fake.chmod(0o755)
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "JUPYTERLAB_PORT": "8899",
+           "JUPYTERLAB_LOG": str(tmp_path / "lab.log"), "JUPYTERLAB_PIDFILE": str(tmp_path / "lab.pid")}
+    if codespace:
+        env.update(CODESPACES="true", CODESPACE_NAME="octo-lab", GITHUB_CODESPACES_PORT_FORWARDING_DOMAIN="app.github.dev")
+    out = subprocess.run(["sh", ".devcontainer/start-jupyterlab.sh"], cwd=root, env=env, capture_output=True,
+                         text=True, timeout=30, check=True).stdout
+    for _ in range(100):  # the server is started detached: wait for its arguments
+        if (tmp_path / "args").is_file() and (tmp_path / "args").read_text().endswith("\n"):
+            break
+        time.sleep(0.05)
+    args = (tmp_path / "args").read_text().splitlines()
+    assert "--ip=127.0.0.1" in args and not any("0.0.0.0" in a for a in args)
+    token = next(a for a in args if a.startswith("--IdentityProvider.token=")).split("=", 1)[1]
+    if codespace:  # GitHub's sign-in guards the privately forwarded port
+        assert token == ""
+        assert "--ServerApp.local_hostnames=octo-lab-8899.app.github.dev" in args
+        assert "--ServerApp.allow_origin=https://octo-lab-8899.app.github.dev" in args
+        assert "https://octo-lab-8899.app.github.dev" in out
+    else:
+        assert re.fullmatch(r"[0-9a-f]{48}", token), token
+        assert f"http://127.0.0.1:8899/lab?token={token}" in out
+        assert not any("allow_origin" in a or "local_hostnames" in a for a in args)
 
 
 def test_license_is_an_spdx_expression(project):

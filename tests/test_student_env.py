@@ -154,6 +154,19 @@ def test_check_names_the_parts_when_asked_for_one_that_is_not_there(student):
         check("part9", notebook=student / "assignments" / "week1" / "week1.ipynb")
 
 
+def test_weeks_with_tasks_are_checked_by_task(student):
+    # weeks 3 to 8 have "## Task N" sections: "task2" (or "part2", the README's other
+    # example) names the second; once every week answered "its parts: none"
+    from course_lib.check import CheckError, _part_number, parts
+
+    week3 = nbformat.read(student / "assignments" / "week3" / "week3.ipynb", as_version=4)
+    titles = parts(week3)
+    assert sorted(titles) == [1, 2, 3] and titles[2].startswith("Task 2")
+    assert _part_number("task2", titles) == _part_number("part2", titles) == _part_number("Task 2", titles) == 2
+    with pytest.raises(CheckError, match="its tasks: 'task1', 'task2', 'task3'"):
+        _part_number("task9", titles)
+
+
 # --- the terminal ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("command", ["course check example.ipynb",
@@ -207,7 +220,9 @@ def jupyterlab(student, tmp_path_factory):
     config = json.loads((student / ".devcontainer" / "devcontainer.json").read_text())
     port = _free_port()
     env = {**student_env(student), "JUPYTERLAB_PORT": str(port), "JUPYTERLAB_LOG": str(tmp / "lab.log"),
-           "JUPYTERLAB_PIDFILE": str(tmp / "lab.pid"), "HOME": str(tmp)}
+           "JUPYTERLAB_PIDFILE": str(tmp / "lab.pid"), "HOME": str(tmp),
+           # as in a Codespace: the empty token there leans on GitHub's sign-in to the port
+           "CODESPACES": "true", "CODESPACE_NAME": "test-lab"}
     env["PATH"] = ":".join(p for p in env["PATH"].split(":") if ".venv" not in p)  # the script adds it
     first = subprocess.run(config["postStartCommand"], shell=True, cwd=student, env=env,
                            capture_output=True, text=True, timeout=60)

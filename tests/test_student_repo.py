@@ -103,13 +103,24 @@ def test_student_parts_are_copied(student, part):
 
 def test_readme_tells_how_to_start_check_and_submit(student):
     text = (student / "README.md").read_text()
-    for needed in ("Codespaces", "make venv", "course check example.ipynb", "check(\"part2\")",
+    for needed in ("Codespaces", "make venv", "course check example.ipynb", "check(\"part2\")", "check(\"task2\")",
                    "python -m course_lib check", "How it is graded", "/tmp/jupyterlab.log",
                    "## Submit", "git push", "before the deadline", URL):
         assert needed in text, needed
     released = sorted(p.name for p in (ROOT / "assignments").iterdir() if p.is_dir())
     for name in released:
         assert f"assignments/{name}/{name}.ipynb" in text
+
+
+def test_both_readmes_say_the_same_about_the_deadline(student):
+    # once: the student README said a push after the deadline is not seen, the instructor's
+    # that it shows as late, and the grader took the commit's own (forgeable) date
+    students = " ".join((student / "README.md").read_text().split())
+    instructors = " ".join((ROOT / "README.md").read_text().split())
+    assert "collection fetches your repository" in students and "graded as late" in students
+    assert "The date of your commit does not count" in students and "not seen" not in students.split("## Submit")[1].split("if no later")[0]
+    assert "course collect" in instructors and "late, whatever the commit's date says" in instructors
+    assert "a push the deadline's collection did not see is graded as late" in instructors
 
 
 def test_readme_grading_is_generated_from_the_notebooks(student):
@@ -119,9 +130,10 @@ def test_readme_grading_is_generated_from_the_notebooks(student):
     # so are correctness cells
     assert re.search(r"\| `test_price_speed` \| Part 4 \| 4 \| hidden \| partial credit: .*0 points at 60x", text)
     assert re.search(r"\| `test_peak_speed` \| Part 1 \| 3 \| hidden \| partial credit: .*0 points at 2x", text)
-    assert re.search(r"\| `test_summary_memory` \| - \| 4 \| hidden \| partial credit: .*20 MB", text)
-    assert re.search(r"\| `test_compact_memory` \| - \| 3 \| visible \| partial credit", text)
-    assert re.search(r"\| `test_count_speed` \| - \| 4 \| hidden \| all or nothing", text)
+    # weeks 3 to 8 (and the example) have tasks, not parts: the column names them too
+    assert re.search(r"\| `test_summary_memory` \| Task 1 \| 4 \| hidden \| partial credit: .*20 MB", text)
+    assert re.search(r"\| `test_compact_memory` \| Task 2 \| 3 \| visible \| partial credit", text)
+    assert re.search(r"\| `test_count_speed` \| Task 1 \| 4 \| hidden \| all or nothing", text)
     assert re.search(r"\| `test_price_visible` \| Part 4 \| 1 \| visible \| all or nothing \|", text)
     assert "22 points; 4 of them by partial credit, 2 marked by hand." in text
     assert re.search(r"\| `written_explanation` \| Part 6 \| 2 \| none: a written answer \| marked by hand", text)

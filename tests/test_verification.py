@@ -8,6 +8,7 @@ threshold at 5x), so they hold on a loaded machine.
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -301,6 +302,8 @@ def test_scaling_is_timed_by_the_workers_cpu_time(tmp_path, answer, score):
     verdict = _verify(tmp_path, answer, SCALING_TEST, grade_id="test_grow_scaling", points=2, reference=LINEAR)
     assert verdict.conclusive and verdict.score == score, verdict.detail
     assert "exponent" in verdict.detail
+    # each size's figure says which size it is and that it is CPU time per call, in its unit
+    assert re.search(r"from CPU time per call [\d.]+ (s|ms|µs) at n=4,000, [\d.]+ (s|ms|µs) at n=8,000", verdict.detail)
 
 
 SNOOP = FAST + """

@@ -15,6 +15,16 @@ on the instructor's side:
     the data-only format in which the worker sends results back (no pickle).
 ``_nbpreprocessors``, ``_submissions``
     nbgrader preprocessors, and finding submissions in the layouts instructors use.
+``collect``
+    ``course collect``: when the course's own fetch saw each repository's notebooks.
+``exports``
+    every submission's standing (late penalty included), ``grades.csv`` and the LMS sheets.
+``roster``
+    the class list, matched to the graded students.
+``marking``
+    ``course mark``: the answers marked by hand.
+``feedback``
+    the page a student gets back.
 ``report``
     the course report (one HTML page).
 ``student_repo``

@@ -3,7 +3,11 @@
 ::
 
     course release [ASSIGNMENT]                  regenerate assignments/ from solutions/
+    course collect ASSIGNMENT --submissions DIR  fetch the students' repositories, record what and when
     course grade [ASSIGNMENT] --submissions DIR  collect, autograde, feedback, grades.csv, table
+    course mark ASSIGNMENT [STUDENT CELL POINTS] list the answers marked by hand, or record a mark
+    course feedback [ASSIGNMENT]                 feedback, grades.csv, flags.csv again from the gradebook
+    course export --format canvas|moodle|long   grades as a learning management system imports them
     course check NOTEBOOK                        a student's self-check of the visible tests
     course student-repo DIR [--url URL] [--git]  the public repository students open, without solutions
     course new NAME                              a new source notebook solutions/NAME/NAME.ipynb to edit
@@ -139,8 +143,9 @@ def _reset(args: argparse.Namespace) -> int:
         raise nbgrading.CourseError(f"refusing to delete {folder}: it holds the course itself")
     if not args.yes:
         if not sys.stdin.isatty():
-            raise nbgrading.CourseError(f"this deletes {folder} (gradebook, grades, feedback); add --yes to confirm")
-        answer = input(f"Delete {folder} (gradebook, grades, feedback, logs)? [y/N] ")
+            raise nbgrading.CourseError(f"this deletes {folder} (gradebook, grades, feedback, collection records); "
+                                        "add --yes to confirm")
+        answer = input(f"Delete {folder} (gradebook, grades, feedback, logs, collection records)? [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
             print("nothing deleted")
             return EXIT_OK
@@ -170,7 +175,8 @@ def _grade(args: argparse.Namespace) -> int:
     results = nbgrading.grade(course, args.submissions, [args.assignment] if args.assignment else None,
                               progress=False if args.no_progress else None, force=args.force,
                               workers=args.workers, scheduler=args.scheduler, roster=roster,
-                              due=args.due, repo_prefix=args.repo_prefix or os.environ.get("COURSE_REPO_PREFIX", ""))
+                              due=args.due, repo_prefix=args.repo_prefix or os.environ.get("COURSE_REPO_PREFIX", ""),
+                              warn=_warner("grade"))
     print(nbgrading.format_table(results))
     print()
     if args.profile:
@@ -178,6 +184,12 @@ def _grade(args: argparse.Namespace) -> int:
 
         print(format_profile((f"{r.assignment}/{r.student}", r.profile) for r in results))
         print()
+    graded = [r for r in results if not r.skipped]
+    skipped = [r for r in results if r.skipped]
+    print(f"Graded:    {len(graded)} submission{'' if len(graded) == 1 else 's'}{_listed(graded)}")
+    if skipped:
+        print(f"Skipped:   {len(skipped)} unchanged since graded (feedback and grades.csv brought up to date; "
+              f"--force grades them again){_listed(skipped)}")
     feedback = course.grading_dir / "feedback"
     print(f"Feedback:  {_show(feedback, course.root)}/STUDENT/ASSIGNMENT/*.html")
     print(f"Grades:    {_show(course.grading_dir / 'grades.csv', course.root)}")
@@ -189,6 +201,141 @@ def _grade(args: argparse.Namespace) -> int:
         print(f"{len(flagged)} of {len(results)} submissions flagged for review.")
         return EXIT_FLAGGED
     return EXIT_OK
+
+
+def _collect(args: argparse.Namespace) -> int:
+    from course_lib.grader import collect, nbgrading
+
+    course = nbgrading.Course.locate(root=args.root, grading_dir=args.grading_dir, db_url=args.db)
+    names = course.notebooks(args.assignment)
+    if not args.submissions.is_dir():
+        raise nbgrading.CourseError(f"submissions folder not found: {args.submissions}")
+    prefix = args.repo_prefix or os.environ.get("COURSE_REPO_PREFIX", "")
+    due = args.due if args.due is not None else _stored_due(course, args.assignment)
+    if args.due is not None:
+        course.grading_dir.mkdir(parents=True, exist_ok=True)
+        nbgrading._update_gradebook(course, args.assignment, None, args.due)
+    try:
+        report = collect.collect(course.grading_dir, args.submissions, args.assignment,
+                                 lambda folder: nbgrading._find(folder, args.assignment, names, prefix), due,
+                                 fetch=not args.no_fetch)
+    except ValueError as err:
+        raise nbgrading.CourseError(str(err)) from None
+    for line in report.warnings:
+        print(f"course collect: warning: {line}", file=sys.stderr)
+    for repo, why in sorted(report.failed.items()):
+        print(f"course collect: warning: {repo}: {why}", file=sys.stderr)
+    counted = "" if report.counts_as == report.started else f" (the first since the due date: counts as {report.counts_as} UTC)"
+    print(f"Collected {args.assignment} at {report.started} UTC{counted}: {len(report.recorded)} new or changed"
+          f"{_listed_ids(report.recorded)}, {len(report.unchanged)} unchanged, {len(report.failed)} not fetched, "
+          f"{len(report.not_git)} not in a git repository")
+    print(f"Record:    {_show(collect.record_path(course.grading_dir, args.assignment), course.root)}")
+    return EXIT_FLAGGED if report.failed else EXIT_OK
+
+
+def _mark(args: argparse.Namespace) -> int:
+    from course_lib.grader import marking, nbgrading
+
+    course = nbgrading.Course.locate(root=args.root, grading_dir=args.grading_dir, db_url=args.db)
+    given = [args.student, args.cell, args.points]
+    if any(x is not None for x in given) and not all(x is not None for x in given):
+        raise nbgrading.CourseError("to record a mark give STUDENT CELL POINTS; with the assignment alone it "
+                                    "lists the answers that wait for one")
+    if args.points is not None:
+        cell = marking.record_mark(course, args.assignment, args.student, args.cell, args.points, args.comment)
+        print(f"marked {args.assignment} {cell.student} {cell.grade_id}: {cell.points:g} / {cell.max_points:g}"
+              + (f" ({cell.comment})" if cell.comment else ""))
+        print(f"Next: course feedback {args.assignment} (feedback pages and grades.csv from the gradebook)")
+        return EXIT_OK
+    cells = marking.manual_cells(course, args.assignment) if args.all else marking.unmarked(course, args.assignment)
+    for cell in cells:
+        state = "waits for a mark" if cell.points is None else f"{cell.points:g} / {cell.max_points:g}"
+        print(f"== {cell.student}  {cell.grade_id}  ({cell.max_points:g} points)  {state}")
+        print("\n".join("   " + line for line in (cell.answer or "(no answer)").splitlines()))
+        if cell.comment:
+            print(f"   comment: {cell.comment}")
+    waiting = sum(1 for c in cells if c.points is None)
+    print(f"{waiting} answer{'' if waiting == 1 else 's'} of {args.assignment} wait{'s' if waiting == 1 else ''} "
+          f"for a mark: course mark {args.assignment} STUDENT CELL POINTS [--comment TEXT]")
+    return EXIT_OK
+
+
+def _feedback(args: argparse.Namespace) -> int:
+    from course_lib.grader import nbgrading
+
+    course = nbgrading.Course.locate(root=args.root, grading_dir=args.grading_dir, db_url=args.db)
+    if args.assignment:
+        course.notebooks(args.assignment)
+    roster = _roster(args.roster, course.root)
+    rows = nbgrading._export(course, [], roster)
+    wanted = [(r.student, r.assignment) for r in rows if r.submitted
+              and (not args.assignment or r.assignment == args.assignment)]
+    written = nbgrading.refresh_feedback(course, wanted)
+    results = nbgrading.recorded_results(course, rows, args.assignment)
+    print(nbgrading.format_table(results))
+    print()
+    print(f"Feedback:  {len(written)} page{'' if len(written) == 1 else 's'} written again from the gradebook, "
+          f"nothing graded again ({_show(course.grading_dir / 'feedback', course.root)}/STUDENT/ASSIGNMENT/*.html)")
+    print(f"Grades:    {_show(course.grading_dir / 'grades.csv', course.root)}")
+    print(f"Flags:     {_show(course.grading_dir / 'flags.csv', course.root)}")
+    return EXIT_OK
+
+
+def _export(args: argparse.Namespace) -> int:
+    from course_lib.grader import exports, nbgrading
+
+    course = nbgrading.Course.locate(root=args.root, grading_dir=args.grading_dir, db_url=args.db)
+    for name in args.assignment or []:
+        course.notebooks(name)
+    roster = _roster(args.roster, course.root)
+    rows = exports.grade_rows(course, roster, assignments=args.assignment or None)
+    if not rows:
+        raise nbgrading.CourseError(f"nothing graded yet in {course.grading_dir} (run course grade first)")
+    target = args.output or course.grading_dir / f"grades-{args.format}.csv"
+    exports.write_export(rows, target, args.format)
+    if args.format == "canvas":
+        unnamed = sorted({r.student for r in rows if not (r.lms.get("canvas_id") or r.lms.get("sis_user_id")
+                                                          or r.lms.get("sis_login_id"))})
+        if unnamed:
+            print(f"course export: warning: {len(unnamed)} student{'s have' if len(unnamed) != 1 else ' has'} no "
+                  f"canvas_id, sis_user_id or sis_login_id in the roster; Canvas will look them up by name"
+                  f"{_listed_ids(unnamed)}", file=sys.stderr)
+    late = sum(1 for r in rows if r.status == "late")
+    print(f"{args.format} export -> {_show(Path(target), course.root)}: {len({r.student for r in rows})} students, "
+          f"{len({r.assignment for r in rows})} assignment(s), {late} late submission(s), scores after the late "
+          "penalty")
+    return EXIT_OK
+
+
+def _stored_due(course, assignment: str):
+    from nbgrader.api import Gradebook, MissingEntry
+
+    from course_lib.grader.nbgrading import _environment, _nbgrader_env, _quiet_warnings
+
+    if course.db_url.startswith("sqlite:///") and not Path(course.db_url.removeprefix("sqlite:///")).exists():
+        return None
+    with _environment(**_nbgrader_env()), _quiet_warnings(), Gradebook(course.db_url) as gb:
+        try:
+            return gb.find_assignment(assignment).duedate
+        except MissingEntry:
+            return None
+
+
+def _warner(command: str):
+    def warn(line: str) -> None:
+        print(f"course {command}: warning: {line}", file=sys.stderr)
+    return warn
+
+
+def _listed(results: list) -> str:
+    return _listed_ids([f"{r.assignment}/{r.student}" for r in results])
+
+
+def _listed_ids(ids: list[str], most: int = 12) -> str:
+    if not ids:
+        return ""
+    more = f" and {len(ids) - most} more" if len(ids) > most else ""
+    return ": " + ", ".join(ids[:most]) + more
 
 
 def _roster(given: Path | None, root: Path) -> list | None:
@@ -288,7 +435,10 @@ def _parser() -> argparse.ArgumentParser:
                             "in the course repository, when there is one)")
     grade.add_argument("--due", type=_due, metavar="WHEN",
                        help="deadline stored as the assignment's due date, e.g. '2026-12-10 17:00' (UTC) "
-                            "or '2026-12-10T17:00+01:00'; late submissions are marked in grades.csv")
+                            "or '2026-12-10T17:00+01:00'; a late submission is flagged 'late', marked late in "
+                            "the table, grades.csv, its feedback and the report, and loses nbgrader's late "
+                            "penalty (c.LateSubmissionPlugin.penalty_method in nbgrader_config.py) wherever "
+                            "its score appears")
     grade.add_argument("--repo-prefix", metavar="PREFIX",
                        help="course-wide repositories DIR/PREFIX-STUDENT/assignments/ASSIGNMENT/: the "
                             "GitHub Classroom assignment name to take off (or set COURSE_REPO_PREFIX)")
@@ -296,6 +446,63 @@ def _parser() -> argparse.ArgumentParser:
                        help="grade again what was already graded (default: only new or changed submissions)")
     _add_root(grade)
     grade.set_defaults(run=_grade)
+
+    collect = commands.add_parser("collect", help="fetch the students' repositories and record when each was seen",
+                                  description="Fetch every git repository in DIR (git fetch, then the working tree "
+                                              "reset to what was pushed) and record, per student, the notebooks "
+                                              "found and the time of this collection, which course grade then "
+                                              "takes as the submission time (a commit's own date is set by the "
+                                              "student's machine). Run it at the deadline: the first collection "
+                                              "at or after the due date counts as made at the due date; a "
+                                              "later one that finds a notebook changed records it as late.")
+    collect.add_argument("assignment", help="assignment name (a folder of solutions/)")
+    collect.add_argument("--submissions", required=True, type=Path, metavar="DIR",
+                         help="the cloned repositories (gh classroom clone student-repos writes them)")
+    collect.add_argument("--due", type=_due, metavar="WHEN",
+                         help="the deadline, stored as course grade --due stores it (default: the due date "
+                              "already in the gradebook)")
+    collect.add_argument("--repo-prefix", metavar="PREFIX", help="as for course grade (or COURSE_REPO_PREFIX)")
+    collect.add_argument("--no-fetch", action="store_true",
+                         help="record the repositories as they are, without fetching them")
+    _add_grading(collect)
+    collect.set_defaults(run=_collect)
+
+    mark = commands.add_parser("mark", help="list the answers marked by hand, or record a mark",
+                               description="With ASSIGNMENT alone: every answer marked by hand (the written "
+                                           "explanation) that waits for a mark, with its text. With STUDENT CELL "
+                                           "POINTS: record that mark in the gradebook, as formgrader would. Then "
+                                           "course feedback writes the feedback and grades.csv again.")
+    mark.add_argument("assignment", help="assignment name")
+    mark.add_argument("student", nargs="?", help="the student: graded id, folder name or GitHub user name")
+    mark.add_argument("cell", nargs="?", help="the cell's grade id, e.g. written_explanation")
+    mark.add_argument("points", nargs="?", type=_number, help="the points given")
+    mark.add_argument("--comment", metavar="TEXT", help="a comment the student reads in the feedback")
+    mark.add_argument("--all", action="store_true", help="list the answers already marked too")
+    _add_grading(mark)
+    mark.set_defaults(run=_mark)
+
+    feedback = commands.add_parser("feedback", help="write feedback, grades.csv and flags.csv again, no regrading",
+                                   description="Write every feedback page, grades.csv and flags.csv again from "
+                                               "the gradebook as it is now (manual marks and comments, the due "
+                                               "date, late penalties), without grading anything again.")
+    feedback.add_argument("assignment", nargs="?", help="only this assignment's feedback pages")
+    feedback.add_argument("--roster", type=Path, metavar="FILE", help="as for course grade (default roster.csv)")
+    _add_grading(feedback)
+    feedback.set_defaults(run=_feedback)
+
+    export = commands.add_parser("export", help="grades as a learning management system imports them",
+                                 description="Write the grades (after late penalties) as Canvas's gradebook "
+                                             "import (--format canvas), Moodle's CSV grade import (moodle) or "
+                                             "one row per student and assignment (long, as grades.csv).")
+    export.add_argument("--format", required=True, choices=("canvas", "moodle", "long"), help="the file's layout")
+    export.add_argument("--output", type=Path, metavar="FILE", help="default GRADING/grades-FORMAT.csv")
+    export.add_argument("--assignment", action="append", metavar="NAME",
+                        help="only this assignment (repeat for several; default all)")
+    export.add_argument("--roster", type=Path, metavar="FILE",
+                        help="names, e-mails and LMS ids (sis_user_id, sis_login_id, canvas_id, section, "
+                             "idnumber) of the students (default roster.csv)")
+    _add_grading(export)
+    export.set_defaults(run=_export)
 
     check = commands.add_parser("check", help="run a notebook's visible tests, with points",
                                 description="Run your notebook in a fresh kernel and show which visible "
@@ -369,6 +576,13 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_grading(parser: argparse.ArgumentParser) -> None:
+    """--grading-dir, --db and --root: where a command finds what was graded."""
+    parser.add_argument("--grading-dir", type=Path, metavar="DIR", help="the grading folder (default grading/)")
+    parser.add_argument("--db", metavar="URL", help="gradebook URL (default: SQLite in the grading folder)")
+    _add_root(parser)
+
+
 def _add_root(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", type=Path, metavar="DIR",
                         help="the course repository (default: found upwards from here by nbgrader_config.py)")
@@ -382,6 +596,13 @@ def _seconds(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"a timeout must be positive, got {value}")
     return value
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of points such as 2 or 1.5, got {text!r}") from None
 
 
 def _count(text: str) -> int:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import nbformat
 
-__all__ = ["SpeedVerdict", "parse_verdict", "render_feedback", "write_feedback", "write_submission_feedback",
+__all__ = ["SpeedVerdict", "Standing", "parse_verdict", "render_feedback", "write_feedback", "write_submission_feedback",
            "withhold_after_hidden_tests", "SPEED_SENTENCE", "WITHHELD", "MARKED_BY_HAND"]
 
 SPEED_SENTENCE = (
@@ -58,6 +58,20 @@ class SpeedVerdict:
     high: float | None = None
     needs: str = ""
     problem: str = ""
+
+
+@dataclass(frozen=True)
+class Standing:
+    """What ``grades.csv`` says of the whole submission: the page's score line must agree with it."""
+
+    score: float
+    max_score: float
+    penalty: float = 0.0
+    late: str = ""
+    """``late by 1 h 5 min; late penalty 6 points`` ("" when on time)."""
+    when: str = ""
+    """When it was submitted and on whose word (see :meth:`course_lib.grader.exports.GradeRow.time_text`)."""
+    notebooks: int = 1
 
 
 WITHHELD = ("[output withheld: this cell ran after hidden tests had been in your kernel, where your "
@@ -139,7 +153,8 @@ def parse_verdict(text: str) -> SpeedVerdict | None:
 
 
 def render_feedback(nb, scores: dict[str, float], rules: list[dict] | None = None, *, title: str = "",
-                    machine: str | None = None) -> str:
+                    machine: str | None = None, marked: dict[str, str] | None = None,
+                    standing: Standing | None = None) -> str:
     """The feedback page of the graded notebook ``nb`` as HTML.
 
     Parameters
@@ -155,6 +170,12 @@ def render_feedback(nb, scores: dict[str, float], rules: list[dict] | None = Non
         The page's title, e.g. ``"example: example.ipynb (student bob)"``.
     machine : str, optional
         The grading machine in words; by default this one's.
+    marked : dict, optional
+        Grade ids the instructor has marked by hand (or commented on), with their comment
+        ("" for none): a written answer in it no longer "counts 0 until marked".
+    standing : Standing, optional
+        The assignment's score after any late penalty, as ``grades.csv`` has it; by
+        default the page's score is the sum of its cells.
 
     Examples
     --------
@@ -165,6 +186,7 @@ def render_feedback(nb, scores: dict[str, float], rules: list[dict] | None = Non
     True
     """
     by_id = {rule["grade_id"]: rule for rule in rules or []}
+    marked = marked or {}
     machine = machine or _machine()
     nb = copy.deepcopy(nb)
     withhold_after_hidden_tests(nb)
@@ -182,11 +204,13 @@ def render_feedback(nb, scores: dict[str, float], rules: list[dict] | None = Non
                 max_points, got = float(meta.get("points", 0)), float(scores.get(grade_id, 0.0))
                 total, available = total + got, available + max_points
                 name, where = html.escape(grade_id), html.escape(part.split(":")[0]) or "-"
+                state = _marked_text(marked[grade_id]) if grade_id in marked else MARKED_BY_HAND
                 rows.append(f"<tr><td><code>{name}</code></td><td>{where}</td><td>{_pts(got)} / "
-                            f"{_pts(max_points)}</td><td>marked by hand</td><td>{html.escape(MARKED_BY_HAND)}</td></tr>")
+                            f"{_pts(max_points)}</td><td>marked by hand</td><td>{html.escape(state)}</td></tr>")
                 blocks.append(f"<section class='cell'><div class='cellhead'>your written answer: <code>{name}</code>"
                               f" &middot; <b>{_pts(got)} / {_pts(max_points)} points</b> &middot; marked by hand"
-                              f"</div><pre>{html.escape(cell.source.strip())}</pre></section>")
+                              f"</div><pre>{html.escape(cell.source.strip())}</pre>{_comment(marked.get(grade_id))}"
+                              "</section>")
             continue
         if cell.cell_type != "code":
             continue
@@ -205,7 +229,7 @@ def render_feedback(nb, scores: dict[str, float], rules: list[dict] | None = Non
             scored = "partial credit" if rule.get("partial") else "all or nothing"
             rows.append(f"<tr><td><code>{html.escape(grade_id)}</code></td><td>{html.escape(part.split(':')[0]) or '-'}"
                         f"</td><td>{_pts(got)} / {_pts(max_points)}</td><td>{scored}</td>"
-                        f"<td>{html.escape(_summary(cell, verdict, got, max_points))}</td></tr>")
+                        f"<td>{html.escape(_summary(cell, verdict, got, max_points, grade_id))}</td></tr>")
             head = (f"<div class='cellhead'><code>{html.escape(grade_id)}</code> &middot; "
                     f"{html.escape(part or 'graded cell')} &middot; <b>{_pts(got)} / {_pts(max_points)} "
                     f"points</b> &middot; {scored}</div>")
@@ -214,23 +238,29 @@ def render_feedback(nb, scores: dict[str, float], rules: list[dict] | None = Non
         body = [head]
         if source.strip():
             body.append(f"<pre class='source'>{html.escape(source)}</pre>")
-        if verdict:
-            body.append(_speed_block(verdict, rule.get("says", "") if graded else "", machine))
+        performance = _kind(grade_id) != "correctness"
+        if verdict and performance:
+            body.append(_speed_block(verdict, rule.get("says", "") if graded else "", machine, _kind(grade_id)))
+        elif verdict:
+            body.append(_check_block(verdict, float(scores.get(grade_id, 0.0))))
         body += _outputs(cell, graded, float(meta.get("points", 0)), float(scores.get(grade_id, 0.0)),
-                         speed=verdict is not None)
+                         speed=verdict is not None and performance, checked=verdict is not None)
+        body.append(_comment(marked.get(grade_id)))
         blocks.append(f"<section class='cell'>{''.join(body)}</section>")
     table = ("<table><thead><tr><th>cell</th><th>part</th><th>points</th><th>scored</th><th>result</th>"
              f"</tr></thead><tbody>{''.join(rows)}</tbody></table>")
-    return _PAGE.format(title=html.escape(title), total=_pts(total), available=_pts(available), table=table,
+    return _PAGE.format(title=html.escape(title), score=_score_lines(total, available, standing), table=table,
                         speed=html.escape(SPEED_SENTENCE), cells="\n".join(blocks))
 
 
 def write_feedback(autograded: str | Path, target: str | Path, scores: dict[str, float],
-                   source: str | Path | None = None, *, title: str = "") -> Path:
+                   source: str | Path | None = None, *, title: str = "", marked: dict[str, str] | None = None,
+                   standing: Standing | None = None) -> Path:
     """Render the feedback of the graded notebook at ``autograded`` into ``target``; return it.
 
     ``source`` is the instructor's notebook (``solutions/...``), read for how each cell is
-    scored; none of its hidden text reaches the page.
+    scored; none of its hidden text reaches the page. ``marked`` and ``standing``: as
+    :func:`render_feedback` takes them.
     """
     from course_lib.grader.student_repo import grading_rules
 
@@ -238,25 +268,67 @@ def write_feedback(autograded: str | Path, target: str | Path, scores: dict[str,
     rules = grading_rules(source) if source else []
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_feedback(nb, scores, rules, title=title), encoding="utf-8")
+    page = render_feedback(nb, scores, rules, title=title, marked=marked, standing=standing)
+    partial = target.with_name(target.name + ".partial")
+    partial.write_text(page, encoding="utf-8")
+    os.replace(partial, target)  # a student never opens half a page
     return target
 
 
-def write_submission_feedback(course, student: str, assignment: str) -> list[Path]:
+def write_submission_feedback(course, student: str, assignment: str, row=None) -> list[Path]:
     """Replace nbgrader's feedback pages of one graded submission with :func:`render_feedback`'s.
 
-    ``course`` is a :class:`course_lib.grader.nbgrading.Course`; the scores are the
-    gradebook's, after the out-of-kernel verdicts were stored.
+    ``course`` is a :class:`course_lib.grader.nbgrading.Course`. Everything comes from the
+    gradebook as it is now: the cells' points (after the out-of-kernel verdicts, with any
+    manual mark), which cells the instructor marked or commented on, and the submission's
+    standing (late penalty included, as :func:`course_lib.grader.exports.grade_rows`
+    computes it for ``grades.csv``; ``row``, that standing when the caller has it). Run again
+    after marking (``course feedback``), it brings the pages up to date without grading
+    anything again.
     """
-    from course_lib.grader.nbgrading import _scores
+    from course_lib.grader.exports import grade_rows
 
-    _, _, scores = _scores(course, assignment, student)
+    scores, marked = _gradebook_cells(course, student, assignment)
+    rows = [row] if row is not None else grade_rows(course, assignments=[assignment], students=[student])
+    rows = [r for r in rows if r.submitted]
+    notebooks = sorted(course.step("autograded", student, assignment).glob("*.ipynb"))
+    standing = None
+    if rows:
+        row = rows[0]
+        standing = Standing(row.score, row.max_score, row.penalty, row.late_text(),
+                            row.time_text() if row.timestamp is not None else "", max(1, len(notebooks)))
     written = []
-    for path in sorted(course.step("autograded", student, assignment).glob("*.ipynb")):
+    for path in notebooks:
         target = course.step("feedback", student, assignment) / f"{path.stem}.html"
         written.append(write_feedback(path, target, scores, course.root / "solutions" / assignment / path.name,
-                                      title=f"{assignment}: {path.name}, feedback for {student}"))
+                                      title=f"{assignment}: {path.name}, feedback for {student}",
+                                      marked=marked, standing=standing))
     return written
+
+
+def _gradebook_cells(course, student: str, assignment: str) -> tuple[dict[str, float], dict[str, str]]:
+    """(points by grade id, {grade id: comment} of the cells marked or commented on by hand)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    from course_lib.grader.nbgrading import _environment, _nbgrader_env, _quiet_warnings
+
+    scores: dict[str, float] = {}
+    marked: dict[str, str] = {}
+    with _environment(**_nbgrader_env()), _quiet_warnings(), Gradebook(course.db_url) as gb:
+        try:
+            submission = gb.find_submission(assignment, student)
+        except MissingEntry:
+            return scores, marked
+        for notebook in submission.notebooks:
+            for grade in notebook.grades:
+                scores[grade.name] = float(grade.score)
+                if grade.manual_score is not None:
+                    marked[grade.name] = ""
+            for comment in notebook.comments:
+                text = (comment.manual_comment or "").strip()
+                if text:
+                    marked[comment.name] = text
+    return scores, marked
 
 
 # --- private helpers -------------------------------------------------------------------------
@@ -266,12 +338,22 @@ _VERDICT = re.compile(r"Checked again by the grader outside your kernel: (?P<sco
 _SPEEDUP = re.compile(r"([\d.]+)x, 95% interval ([\d.]+)x to ([\d.]+)x")
 _NEEDS = re.compile(r"this test needs ([^;]*)")
 _PROBLEM = re.compile(r"^\w*Error: ([^:]+):")
-_PART = re.compile(r"^#{1,4}\s*(Part\s+\d+\b[^\n]*)", re.MULTILINE)
+_PART = re.compile(r"^#{1,4}\s*((?:Part|Task)\s+\d+\b[^\n]*)", re.MULTILINE)
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
 # The grader's own errors (course_lib.grader._nbpreprocessors): their messages are its own.
 _GRADER_ERRORS = frozenset({"KernelDied", "CellNotRun", "CellTimeoutError"})
 _HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[^\n]*\n?", re.MULTILINE | re.DOTALL)
+
+
+# What a performance cell's points follow, by the suffix of its grade id.
+_MEASURED = {"speed": "the speed-up", "memory": "the peak memory", "scaling": "the growth exponent"}
+
+
+def _kind(grade_id: str) -> str:
+    """``speed``, ``memory`` or ``scaling`` for a performance cell's grade id, else ``correctness``."""
+    suffix = grade_id.rsplit("_", 1)[-1]
+    return suffix if suffix in _MEASURED else "correctness"
 
 
 def _public_source(source: str) -> str:
@@ -282,16 +364,64 @@ def _texts(cell) -> list[str]:
     return [o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream"]
 
 
-def _summary(cell, verdict: SpeedVerdict | None, got: float, max_points: float) -> str:
+def _summary(cell, verdict: SpeedVerdict | None, got: float, max_points: float, grade_id: str = "") -> str:
     if verdict and verdict.speedup is not None:
         return f"{verdict.speedup:g}x measured outside your kernel" + (f"; needs {verdict.needs}" if verdict.needs else "")
+    if verdict and verdict.score < verdict.max_score:
+        return _first_line(verdict.detail)  # the grader's own words, from outside the kernel
     for output in cell.get("outputs", []):
         if output.get("output_type") == "error":
             return _error_line(output)
     return "passed" if got == max_points else ""
 
 
-def _speed_block(verdict: SpeedVerdict, says: str, machine: str) -> str:
+def _check_block(verdict: SpeedVerdict, got: float) -> str:
+    """A correctness cell as the grader checked it outside the kernel: why it failed, in its words."""
+    if verdict.score < verdict.max_score:
+        return (f"<p class='verdict'><b>Checked by the grader outside your kernel: {_pts(verdict.score)} / "
+                f"{_pts(verdict.max_score)}.</b> {html.escape(_clean(verdict.detail))}</p>")
+    if got < verdict.score:
+        return (f"<p class='verdict'>Outside your kernel this cell passed, but in your kernel it failed, and "
+                f"the lower score counts: {_pts(got)} / {_pts(verdict.max_score)}.</p>")
+    return ""
+
+
+def _marked_text(comment: str) -> str:
+    return "marked by your instructor" + (f": {comment}" if comment else "")
+
+
+def _comment(comment: str | None) -> str:
+    if not comment:
+        return ""
+    return f"<p class='comment'><b>Your instructor's comment:</b> {html.escape(comment)}</p>"
+
+
+def _score_lines(total: float, available: float, standing: Standing | None) -> str:
+    """The page's score: the cells' sum, or the assignment's standing less any late penalty."""
+    if standing is None:
+        return f"<p><b>Score: {_pts(total)} / {_pts(available)} points.</b></p>"
+    lines = [f"<p><b>Score: {_pts(standing.score)} / {_pts(standing.max_score)} points.</b>"]
+    if standing.late:
+        earned = standing.score + standing.penalty
+        lines[0] += (f" Your cells earned {_pts(earned)}; a late penalty of {_pts(standing.penalty)} "
+                     f"point{'' if standing.penalty == 1 else 's'} was taken off.")
+    lines[0] += "</p>"
+    if standing.notebooks > 1:
+        lines.append(f"<p>This notebook's cells: {_pts(total)} / {_pts(available)} points (the score is the "
+                     f"whole assignment's, {standing.notebooks} notebooks).</p>")
+    if standing.late:
+        lines.append(f"<p class='late'><b>Late:</b> {html.escape(standing.late)}. {html.escape(standing.when)}.</p>")
+    elif standing.when:
+        lines.append(f"<p class='context'>{html.escape(standing.when[0].upper() + standing.when[1:])}.</p>")
+    return "\n".join(lines)
+
+
+def _first_line(text: str) -> str:
+    lines = _clean(text).strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def _speed_block(verdict: SpeedVerdict, says: str, machine: str, kind: str = "speed") -> str:
     lines = []
     if verdict.speedup is not None:
         verdict_word = f"{verdict.problem}. " if verdict.problem else ""
@@ -305,13 +435,13 @@ def _speed_block(verdict: SpeedVerdict, says: str, machine: str) -> str:
         lines.append(f"<p class='verdict'><b>Checked by the grader outside your kernel: {_pts(verdict.score)} / "
                      f"{_pts(verdict.max_score)}.</b> {html.escape(_clean(verdict.detail))}</p>")
     if says:
-        lines.append(f"<p>How the points follow the speed-up: {html.escape(says)}</p>")
+        lines.append(f"<p>How the points follow {_MEASURED.get(kind, 'the measurement')}: {html.escape(says)}</p>")
     lines.append(f"<p class='context'>Measured on the grading machine ({html.escape(machine)}): "
                  f"{html.escape(_clean(verdict.detail))}</p>")
     return "".join(lines)
 
 
-def _outputs(cell, graded: bool, max_points: float, got: float, speed: bool) -> list[str]:
+def _outputs(cell, graded: bool, max_points: float, got: float, speed: bool, checked: bool = False) -> list[str]:
     parts = []
     for output in cell.get("outputs", []):
         kind = output.get("output_type")
@@ -322,7 +452,7 @@ def _outputs(cell, graded: bool, max_points: float, got: float, speed: bool) -> 
             label = "printed inside your kernel (not counted)" if speed else output.get("name", "stdout")
             parts.append(f"<div class='label'>{html.escape(label)}</div><pre>{html.escape(text.strip())}</pre>")
         elif kind == "error":
-            where = "inside your kernel (not counted): " if speed else ""
+            where = "inside your kernel (not counted): " if speed else ("in your kernel: " if checked else "")
             parts.append(f"<p class='error'>{where}{html.escape(_error_line(output))}</p>")
         elif kind in ("execute_result", "display_data"):
             data = output.get("data", {})
@@ -381,11 +511,13 @@ section.cell {{ border: 1px solid #bbb; border-radius: 6px; padding: .5rem .8rem
 .cellhead {{ font-weight: 600; margin-bottom: .3rem; }}
 .verdict {{ background: #fff6d6; padding: .4rem; border-left: 4px solid #c9a400; }}
 .error {{ color: #a40000; font-weight: 600; }}
+.late {{ background: #fdecea; padding: .4rem; border-left: 4px solid #a40000; }}
+.comment {{ background: #e8f0fe; padding: .4rem; border-left: 4px solid #3367d6; }}
 .label, .context {{ color: #555; font-size: .9rem; }}
 </style></head>
 <body>
 <h1>{title}</h1>
-<p><b>Score: {total} / {available} points.</b></p>
+{score}
 {table}
 <p>{speed}</p>
 {cells}

@@ -105,6 +105,8 @@ __all__ = [
     "release",
     "grade",
     "grade_submission",
+    "refresh_feedback",
+    "recorded_results",
     "format_table",
     "CourseExecute",
     "RestoreMissingCells",
@@ -210,7 +212,8 @@ class Flag:
     ``kind`` is one of ``malformed``, ``no-notebook``, ``restored``, ``overwritten``,
     ``timeout``, ``kernel-died``, ``kernel-unresponsive``, ``memory-limit``, ``notebook-timeout``,
     ``tampering``, ``unreliable``, ``verdict-differs``, ``undecided``, ``unverified``,
-    ``reads-NBGRADER_EXECUTION``, ``grading-error``, ``unsandboxed``, ``note``; ``cells`` are the grade ids
+    ``reads-NBGRADER_EXECUTION``, ``grading-error``, ``unsandboxed``, ``late``, ``claimed-time``,
+    ``note``; ``cells`` are the grade ids
     concerned; ``detail`` is a sentence for the report.
     """
 
@@ -242,6 +245,12 @@ class SubmissionResult:
     """Speed-ups measured outside the kernel, by grade id of the speed cell."""
     profile: dict[str, float] = field(default_factory=dict)
     """Seconds this grading spent per stage (see :mod:`course_lib.grader.profile`)."""
+    penalty: float = 0.0
+    """The late penalty taken off ``score`` (see :mod:`course_lib.grader.exports`)."""
+    status: str = "graded"
+    """``graded`` or ``late``."""
+    skipped: bool = False
+    """Graded before and unchanged since, so not graded again (its scores are the gradebook's now)."""
 
     @property
     def flagged(self) -> bool:
@@ -274,11 +283,11 @@ def release(course: Course, assignment: str) -> Path:
 def grade(course: Course, submissions: str | Path, assignments: list[str] | None = None,
           progress: bool | None = None, force: bool = False, workers: int = 1,
           scheduler: str | None = None, roster: list | None = None, due=None,
-          repo_prefix: str = "") -> list[SubmissionResult]:
+          repo_prefix: str = "", warn=None) -> list[SubmissionResult]:
     """Collect, autograde and give feedback on every submission in ``submissions``.
 
-    Writes ``grading/grades.csv`` (nbgrader's CSV export of the whole gradebook) and
-    ``grading/flags.csv`` (one row per flag). ``assignments`` defaults to every assignment
+    Writes ``grading/grades.csv`` (one row per graded submission of the whole gradebook, with
+    nbgrader's export columns and its standing) and ``grading/flags.csv`` (one row per flag). ``assignments`` defaults to every assignment
     in ``solutions/`` that has submissions in the folder. ``progress``: show a tqdm bar on
     stderr (default: when there are more than 5 submissions).
 
@@ -299,12 +308,19 @@ def grade(course: Course, submissions: str | Path, assignments: list[str] | None
     file system) and should run one thread each.
 
     ``roster``: :class:`course_lib.grader.roster.Student` rows whose names and e-mails go into
-    the gradebook and ``grades.csv``. ``due``: the deadline (naive UTC ``datetime``) stored as
-    the assignments' due date; a submission's time is its ``timestamp.txt`` (nbgrader's
-    layout) or its repository's last commit (GitHub Classroom), and nbgrader's
-    ``LateSubmissionPlugin`` applies the penalty. ``repo_prefix``: the GitHub Classroom
-    assignment name of course-wide repositories (``DIR/PREFIX-STUDENT/assignments/...``), taken
-    off their folder names to give the student ids.
+    the gradebook and ``grades.csv``, matched to the graded students as
+    :func:`course_lib.grader.roster.match_roster` matches (original names, safe ids, GitHub
+    user names). ``due``: the deadline (naive UTC ``datetime``) stored as the assignments' due
+    date; a submission's time is its ``timestamp.txt`` (nbgrader's layout) or, for a git
+    repository, the time ``course collect`` first saw its notebooks (the last commit's date,
+    the student's claim, when it never did; :mod:`course_lib.grader.collect`). Lateness and
+    nbgrader's ``LateSubmissionPlugin`` penalty are computed once for every submission
+    (:func:`course_lib.grader.exports.grade_rows`): the results' ``score`` is after the
+    penalty, and a late submission is flagged ``late``. ``repo_prefix``: the GitHub
+    Classroom assignment name of course-wide repositories
+    (``DIR/PREFIX-STUDENT/assignments/...``), taken off their folder names to give the student
+    ids. ``warn``: called with one line for every roster row without a submission and every
+    submission on no roster row.
 
     Raises
     ------
@@ -329,12 +345,13 @@ def grade(course: Course, submissions: str | Path, assignments: list[str] | None
                           "(or grade with --no-sandbox: every grade is then flagged unsandboxed)")
     course.grading_dir.mkdir(parents=True, exist_ok=True)
     record_names(course.grading_dir, [s for subs in found.values() for s in subs])
+    match = _match(course, found, roster, warn) if roster else None
     total = sum(len(subs) for subs in found.values())
     results, pending = [], []
     for name, subs in found.items():
         _sync_assignment(course, name)  # the gradebook is written by one process at a time here
-        _update_gradebook(course, name, roster, due)
-        _record_display_names(course, subs, roster)
+        _update_gradebook(course, name, match, due)
+        _record_display_names(course, subs, match)
         for submission in subs:
             done = None if force else _done_result(course, submission)
             if done is None:
@@ -353,8 +370,31 @@ def grade(course: Course, submissions: str | Path, assignments: list[str] | None
     results = [_settle(course, by_key[(r.assignment, r.student)], r)
                if r.has_flag("undecided") and (r.assignment, r.student) in by_key else r for r in results]
     results.sort(key=lambda r: (r.assignment, r.student))
-    _export(course, results, roster)
-    return results
+    rows = _export(course, results, roster)
+    refresh_feedback(course, [(r.student, r.assignment) for r in results if r.skipped])
+    return _with_standing(results, rows)
+
+
+def refresh_feedback(course: Course, submissions: list[tuple[str, str]] | None = None) -> list[Path]:
+    """Write the feedback pages again from the gradebook as it is now; return them.
+
+    ``submissions``: (student, assignment) pairs, default every graded submission that has
+    autograded notebooks. Nothing is graded again: the pages take in manual marks and
+    comments given since (formgrader, ``course mark``), a changed due date and the late
+    penalty, so that they say what ``grades.csv`` says.
+    """
+    from course_lib.grader.exports import grade_rows
+    from course_lib.grader.feedback import write_submission_feedback
+
+    if submissions is not None and not submissions:
+        return []
+    rows = {(r.student, r.assignment): r for r in grade_rows(course) if r.submitted}  # one pass over the gradebook
+    wanted = sorted(rows) if submissions is None else submissions
+    written: list[Path] = []
+    for student, assignment in wanted:
+        if (student, assignment) in rows and any(course.step("autograded", student, assignment).glob("*.ipynb")):
+            written += write_submission_feedback(course, student, assignment, rows[(student, assignment)])
+    return written
 
 
 def _graded(course: Course, pending: list[Submission], workers: int, scheduler: str | None) -> Iterator[SubmissionResult]:
@@ -567,7 +607,7 @@ def _copy_in(course: Course, submission: Submission, flags: list[Flag]) -> tuple
         problems[name] = _unreadable_reason(path)
         readable[name] = problems[name] is None
     copy_submission(submission, course.step("submitted", student, assignment), readable)
-    _write_timestamp(submission, course.step("submitted", student, assignment))
+    _write_timestamp(submission, course.step("submitted", student, assignment), course.grading_dir)
     for name, reason in problems.items():
         if reason:
             flags.append(Flag("malformed", (), f"{name}.ipynb: {reason}"))
@@ -590,6 +630,11 @@ def _digest(course: Course, submission: Submission) -> str:
         h.update(name.encode() + b"\0" + Path(path).read_bytes() + b"\0")
     for source in sorted((course.root / "solutions" / submission.assignment).glob("*.ipynb")):
         h.update(source.name.encode() + b"\0" + source.read_bytes() + b"\0")
+    # and its time: a later `course collect` can date the same notebooks differently
+    from course_lib.grader.collect import time_of
+
+    found = time_of(course.grading_dir, submission)
+    h.update(json.dumps(found[0].as_record() if found else None).encode())
     return h.hexdigest()
 
 
@@ -620,11 +665,28 @@ def _done_result(course: Course, submission: Submission) -> SubmissionResult | N
     # The scores as stored now: an instructor's manual grade given since then shows.
     score, max_score, cells = _scores(course, submission.assignment, submission.student)
     return SubmissionResult(submission.student, submission.assignment, score, max_score, cells, flags, feedback,
-                            speedups)
+                            speedups, skipped=True)
+
+
+def recorded_results(course: Course, rows: list, assignment: str | None = None) -> list[SubmissionResult]:
+    """The graded submissions as ``grades.csv`` and ``flags.csv`` have them now, for a table.
+
+    ``rows``: every submission's standing (:func:`course_lib.grader.exports.grade_rows`).
+    """
+    flags: dict[tuple[str, str], list[Flag]] = {}
+    path = course.grading_dir / "flags.csv"
+    if path.exists():
+        with path.open(newline="", encoding="utf-8") as fh:
+            for row in csv.DictReader(fh):
+                flags.setdefault((row["assignment"], row["student"]), []).append(
+                    Flag(row["flag"], tuple(row["cells"].split()), row["detail"]))
+    return [SubmissionResult(r.student, r.assignment, r.score, r.max_score, {}, tuple(flags.get((r.assignment, r.student), ())),
+                             penalty=r.penalty, status=r.status, skipped=True)
+            for r in rows if r.submitted and (assignment is None or r.assignment == assignment)]
 
 
 def format_table(results: list[SubmissionResult]) -> str:
-    """Students down, assignments across (``score / max``), then each student's flags."""
+    """Students down, assignments across (``score / max``, after any late penalty, and ``late``), then flags."""
     assignments = sorted({r.assignment for r in results})
     students = sorted({r.student for r in results})
     by_key = {(r.student, r.assignment): r for r in results}
@@ -634,7 +696,8 @@ def format_table(results: list[SubmissionResult]) -> str:
         row, flags = [student], []
         for assignment in assignments:
             result = by_key.get((student, assignment))
-            row.append("" if result is None else f"{_pts(result.score)} / {_pts(result.max_score)}")
+            late = f" late (-{_pts(result.penalty)})" if result is not None and result.status == "late" else ""
+            row.append("" if result is None else f"{_pts(result.score)} / {_pts(result.max_score)}{late}")
             if result is not None:
                 prefix = f"{assignment}: " if len(assignments) > 1 else ""
                 flags += [prefix + f.label for f in result.flags]
@@ -767,46 +830,70 @@ def _find(folder: Path, assignment: str, notebooks: list[str], repo_prefix: str 
     return found
 
 
-def _update_gradebook(course: Course, assignment: str, roster: list | None, due) -> None:
-    """Store the deadline and the roster's names and e-mails (in the grading process only)."""
-    if not roster and due is None:
+def _update_gradebook(course: Course, assignment: str, match, due) -> None:
+    """Store the deadline, and the names and e-mails of the roster's rows under the ids they matched."""
+    if match is None and due is None:
         return
     from course_lib.grader.roster import _split_name
 
     with _environment(**_nbgrader_env()), _quiet_warnings(), Gradebook(course.db_url) as gb:
         if due is not None:
             gb.update_or_create_assignment(assignment, duedate=due)
-        for person in roster or []:
+        for student, person in (match.rows.items() if match is not None else ()):
+            if student not in match.ids:
+                continue  # a roster row without a submission: a 'missing' row, not a gradebook student
             first, last = _split_name(person.name)
-            gb.update_or_create_student(person.id, first_name=first or None, last_name=last or None,
+            gb.update_or_create_student(student, first_name=first or None, last_name=last or None,
                                         email=person.email or None)
 
 
-def _write_timestamp(submission: Submission, destination: Path) -> None:
-    """nbgrader's ``timestamp.txt``: the one that came with the submission, else its last commit.
+def _match(course: Course, found: dict[str, list[Submission]], roster: list, warn) -> object:
+    """Match the roster to the graded students (this run's and the gradebook's); warn of what is left.
 
-    nbgrader compares it with the assignment's due date. A notebook folder's own
-    ``timestamp.txt`` (what ``nbgrader collect`` and the exchange write) wins; in a git
-    repository (GitHub Classroom) the time of the last commit is the submission time.
+    Raises
+    ------
+    CourseError
+        when two roster rows name the same student.
     """
-    for path in submission.notebooks.values():
-        given = Path(path).parent / "timestamp.txt"
-        if given.is_file():
-            (destination / "timestamp.txt").write_text(given.read_text(encoding="utf-8"), encoding="utf-8")
-            return
-    for path in submission.notebooks.values():
-        for folder in Path(path).resolve().parents:
-            if (folder / ".git").exists():
-                import subprocess
+    from course_lib.grader.roster import match_roster
 
-                try:
-                    when = subprocess.run(["git", "-C", str(folder), "log", "-1", "--format=%cI"],
-                                          capture_output=True, text=True, timeout=30).stdout.strip()
-                except (OSError, subprocess.SubprocessError):
-                    return
-                if when:
-                    (destination / "timestamp.txt").write_text(when + "\n", encoding="utf-8")
-                return
+    with _environment(**_nbgrader_env()), _quiet_warnings(), Gradebook(course.db_url) as gb:
+        graded = {s.student.id for a in gb.assignments for s in a.submissions}
+    try:
+        match = match_roster(roster, graded | {s.student for subs in found.values() for s in subs})
+    except ValueError as err:
+        raise CourseError(f"roster: {err}") from None
+    say = warn or (lambda line: None)
+    for name, subs in found.items():
+        here = {s.student for s in subs}
+        for student, person in sorted(match.rows.items()):
+            if student not in here:
+                say(f"roster row {person.id!r} has no submission of {name}: a 'missing' row in grades.csv")
+        for submission in subs:
+            if submission.student not in match.ids:
+                folder = f" (folder {submission.name!r})" if submission.name else ""
+                say(f"the submission of {name} by {submission.student!r}{folder} matches no roster row (by id, "
+                    "name or GitHub user name): no roster name or e-mail for it")
+    return match
+
+
+def _write_timestamp(submission: Submission, destination: Path, grading_dir: Path | None = None) -> None:
+    """nbgrader's ``timestamp.txt``, and beside it where that time came from (``submission-time.json``).
+
+    nbgrader compares ``timestamp.txt`` with the assignment's due date. A notebook folder's
+    own ``timestamp.txt`` (what ``nbgrader collect`` and the exchange write) is copied; for a
+    git repository (GitHub Classroom) the time is the one ``course collect`` recorded for
+    these notebooks, else the last commit's date, the student's claim
+    (:func:`course_lib.grader.collect.time_of`).
+    """
+    from course_lib.grader.collect import TIME_FILE, time_of
+
+    found = time_of(grading_dir or destination, submission)
+    if found is None:
+        return
+    when, text = found
+    (destination / "timestamp.txt").write_text(text, encoding="utf-8")
+    (destination / TIME_FILE).write_text(json.dumps(when.as_record()), encoding="utf-8")
 
 
 def _sync_assignment(course: Course, assignment: str) -> None:
@@ -1038,11 +1125,25 @@ def _refused_cells(path: Path) -> set[str]:
 
 
 def _annotate(path: Path, verdicts: list, later: bool = False) -> None:
+    """Append each cell's out-of-kernel verdict to its outputs, where the feedback shows it.
+
+    Every performance cell's; and a correctness cell's that failed on either side, when the
+    verifier could decide it: its message is the grader's own, made where the student's code
+    never saw a hidden test, so the feedback shows it where the kernel's own is withheld.
+    ``later``: the verdicts of a later reading in the batch (see :func:`_settle`).
+    """
     nb = nbformat.read(path, as_version=4)
     by_id = {v.grade_id: v for v in verdicts}
     for cell in nb.cells:
         verdict = by_id.get(cell.metadata.get("nbgrader", {}).get("grade_id"))
-        if verdict is None or cell.cell_type != "code" or not is_performance_cell(verdict.grade_id):
+        if verdict is None or cell.cell_type != "code":
+            continue
+        if not is_performance_cell(verdict.grade_id):
+            failed_in_kernel = any(o.get("output_type") == "error" for o in cell.get("outputs", []))
+            if verdict.conclusive and not verdict.refused and (verdict.score < verdict.max_score or failed_in_kernel):
+                text = (f"\nChecked again by the grader outside your kernel: {verdict.score:g} / "
+                        f"{verdict.max_score:g}. {verdict.detail}\n")
+                cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=text))
             continue
         kept = "" if verdict.conclusive else " (it could not be checked, so the cell scores 0)"
         when = "Measured again later in the grading run" if later else "Checked again by the grader"
@@ -1120,11 +1221,11 @@ def _scores(course: Course, assignment: str, student: str) -> tuple[float, float
         return float(submission.score), float(submission.max_score), cells
 
 
-def _record_display_names(course: Course, submissions: list[Submission], roster: list | None) -> None:
+def _record_display_names(course: Course, submissions: list[Submission], match=None) -> None:
     """Give a student graded under a safe id their original name in the gradebook (and grades.csv)."""
     from course_lib.grader.roster import _split_name
 
-    on_roster = {person.id for person in roster or []}
+    on_roster = set(match.ids) if match is not None else set()
     renamed = [s for s in submissions if s.name and s.student not in on_roster]
     if not renamed:
         return
@@ -1134,26 +1235,63 @@ def _record_display_names(course: Course, submissions: list[Submission], roster:
             gb.update_or_create_student(submission.student, first_name=first or None, last_name=last or None)
 
 
-def _export(course: Course, results: list[SubmissionResult], roster: list | None = None) -> None:
-    from course_lib.grader.roster import write_grades
+def _export(course: Course, results: list[SubmissionResult], roster: list | None = None) -> list:
+    """Write ``grades.csv`` and ``flags.csv``; return every submission's standing (``GradeRow``).
+
+    The standing is computed once, here, for every submission in the gradebook (late
+    penalties written back): ``grades.csv``, the ``late`` and ``claimed-time`` flags and
+    the results' scores all come from it.
+    """
+    from course_lib.grader.exports import _write_csv, grade_rows, write_long
 
     # Not nbgrader's CsvExportPlugin: it gives every student in the gradebook a 0 for every
     # assignment, submitted or not; here a row is a graded submission (or a roster "missing").
-    with _quiet_warnings(), Gradebook(course.db_url) as gb:
-        write_grades(gb, course.grading_dir / "grades.csv", roster)
+    rows = grade_rows(course, roster, store=True)
+    write_long(rows, course.grading_dir / "grades.csv")
     flags_file = course.grading_dir / "flags.csv"
     done = {(r.assignment, r.student) for r in results}
-    rows = []
+    kept = []
     if flags_file.exists():
-        with flags_file.open(newline="") as fh:
-            rows = [row for row in csv.DictReader(fh) if (row["assignment"], row["student"]) not in done]
-    rows += [{"assignment": r.assignment, "student": r.student, "flag": f.kind, "cells": " ".join(f.cells),
-              "detail": f.detail} for r in results for f in r.flags]
-    rows.sort(key=lambda row: (row["assignment"], row["student"]))
-    with flags_file.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, ["assignment", "student", "flag", "cells", "detail"])
-        writer.writeheader()
-        writer.writerows(rows)
+        with flags_file.open(newline="", encoding="utf-8") as fh:
+            kept = [row for row in csv.DictReader(fh) if (row["assignment"], row["student"]) not in done
+                    and row["flag"] not in _STANDING_FLAGS]
+    kept += [{"assignment": r.assignment, "student": r.student, "flag": f.kind, "cells": " ".join(f.cells),
+              "detail": f.detail} for r in results for f in r.flags if f.kind not in _STANDING_FLAGS]
+    kept += [{"assignment": row.assignment, "student": row.student, "flag": f.kind, "cells": "", "detail": f.detail}
+             for row in rows for f in _standing_flags(row)]
+    kept.sort(key=lambda row: (row["assignment"], row["student"]))
+    _write_csv(flags_file, _FLAG_COLUMNS, [[row[c] for c in _FLAG_COLUMNS] for row in kept])
+    return rows
+
+
+_FLAG_COLUMNS = ["assignment", "student", "flag", "cells", "detail"]
+_STANDING_FLAGS = ("late", "claimed-time")
+
+
+def _standing_flags(row) -> list[Flag]:
+    """The flags a submission's standing raises: ``late``, and ``claimed-time`` for a time only its commit gives."""
+    flags = []
+    if row.status == "late":
+        flags.append(Flag("late", (), f"{row.late_text()}: {row.time_text()}"))
+    if row.submitted and row.duedate is not None and row.time_source == "commit date":
+        flags.append(Flag("claimed-time", (), "its time is the last commit's date, which the student's machine "
+                                              "sets: no course collect saw these notebooks (run it at the deadline)"))
+    return flags
+
+
+def _with_standing(results: list[SubmissionResult], rows: list) -> list[SubmissionResult]:
+    """``results`` with the scores after the late penalty and the standing's flags."""
+    by_key = {(row.assignment, row.student): row for row in rows}
+    updated = []
+    for result in results:
+        row = by_key.get((result.assignment, result.student))
+        if row is None or not row.submitted:
+            updated.append(result)
+            continue
+        flags = tuple(f for f in result.flags if f.kind not in _STANDING_FLAGS) + tuple(_standing_flags(row))
+        updated.append(dataclasses.replace(result, score=row.score, max_score=row.max_score, penalty=row.penalty,
+                                           status=row.status, flags=flags))
+    return updated
 
 
 @contextlib.contextmanager

@@ -4,9 +4,11 @@ Per assignment: how many submissions, the distribution of scores, the distributi
 the grader measured outside the students' kernels (one plot per speed cell, log scale, with
 the cell's thresholds drawn in; the peak memory of memory cells against their limit; the
 fitted exponent of scaling cells against the largest allowed), then a students x cells table
-(points, the measurement, flags, a link to each student's feedback). Scores come from the
-gradebook (so manual grades show); speed-ups and flags from the records ``course grade``
-keeps in ``grading/done``; memory and scaling measurements from the verdicts written into
+(points, the measurement, late, flags, a link to each student's feedback). Scores come from
+the gradebook, after the late penalty, as ``grades.csv`` has them
+(:func:`course_lib.grader.exports.grade_rows`; manual marks show), cell by cell too; speed-ups
+and flags from the records ``course grade`` keeps in ``grading/done``, with the ``late``
+flag of each submission's standing; memory and scaling measurements from the verdicts written into
 the autograded notebooks; thresholds from the cells' source in ``solutions/``.
 
 Examples
@@ -49,10 +51,13 @@ def write_report(course: Course, output: str | Path | None = None) -> Path:
     if not records:
         raise CourseError(f"nothing graded yet in {course.grading_dir} (run course grade first)")
     scores = _gradebook_scores(course)
+    cells = _gradebook_cells(course)
     target = Path(output) if output else course.grading_dir / "report.html"
     sections = []
     for assignment in sorted(records):
-        sections.append(_section(course, assignment, records[assignment], scores.get(assignment, {}), target))
+        current = [{**r, "cell_scores": {**r.get("cell_scores", {}), **cells.get((assignment, r["student"]), {})}}
+                   for r in records[assignment]]
+        sections.append(_section(course, assignment, current, scores.get(assignment, {}), target))
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(_PAGE.format(sections="\n".join(sections), n=sum(len(r) for r in records.values())),
                       encoding="utf-8")
@@ -69,16 +74,28 @@ def _records(course: Course) -> dict[str, list[dict]]:
     return dict(found)
 
 
-def _gradebook_scores(course: Course) -> dict[str, dict[str, tuple[float, float]]]:
+def _gradebook_scores(course: Course) -> dict[str, dict[str, tuple[float, float, str]]]:
+    """assignment -> student -> (score after the late penalty, max, "late by ...; late penalty ..." or "")."""
+    from course_lib.grader.exports import grade_rows
+
+    scores: dict[str, dict[str, tuple[float, float, str]]] = defaultdict(dict)
+    for row in grade_rows(course):
+        if row.submitted:
+            scores[row.assignment][row.student] = (row.score, row.max_score, row.late_text())
+    return dict(scores)
+
+
+def _gradebook_cells(course: Course) -> dict[tuple[str, str], dict[str, float]]:
+    """(assignment, student) -> grade id -> points now (a manual mark given since grading included)."""
     from nbgrader.api import Gradebook
 
-    scores: dict[str, dict[str, tuple[float, float]]] = defaultdict(dict)
+    cells: dict[tuple[str, str], dict[str, float]] = {}
     with _environment(**_nbgrader_env()), _quiet_warnings(), Gradebook(course.db_url) as gb:
         for assignment in gb.assignments:
             for submission in assignment.submissions:
-                scores[assignment.name][submission.student.id] = (float(submission.score),
-                                                                  float(submission.max_score))
-    return dict(scores)
+                cells[(assignment.name, submission.student.id)] = {
+                    g.name: float(g.score) for nb in submission.notebooks for g in nb.grades}
+    return cells
 
 
 def _cells(course: Course, assignment: str) -> dict[str, dict]:
@@ -155,9 +172,11 @@ def _section(course: Course, assignment: str, records: list[dict], stored: dict[
         }.get(kind, (f"{assignment}: {grade_id}", "measured", False))
         shown = [v / 1e6 for v in values] if kind == "memory" else values
         figures.append(_figure(shown, title, label, log=log, lines=lines))
-    flagged = [r for r in records if r.get("flags")]
+    flagged = [r for r in records if r.get("flags") or _late(stored, r)]
+    late = [r for r in records if _late(stored, r)]
     summary = (f"{len(records)} submissions; score median {_fmt(statistics.median(scores))}, "
-               f"mean {_fmt(statistics.fmean(scores))} of {max_score:g}; {len(flagged)} flagged.")
+               f"mean {_fmt(statistics.fmean(scores))} of {max_score:g} (after late penalties); "
+               f"{len(late)} late; {len(flagged)} flagged.")
     table = _table(records, stored, cells, measured, target)
     return (f"<section><h2>{html.escape(assignment)}</h2><p>{summary}</p>\n{''.join(figures)}\n"
             f"<h3>Students and cells</h3>\n{table}</section>")
@@ -200,11 +219,17 @@ def _table(records: list[dict], stored: dict, cells: dict[str, dict], measured: 
             tds.append(f'<td class="{css}">{text}</td>')
         links = " ".join(f'<a href="{html.escape(_link(Path(p), target))}">{html.escape(Path(p).name)}</a>'
                          for p in record.get("feedback", []))
-        flags = "<br>".join(_flag_text(f) for f in record.get("flags", []))
+        late = _late(stored, record)
+        flags = "<br>".join(_flag_text(f) for f in record.get("flags", []) + ([["late", [], late]] if late else []))
         rows.append(f"<tr><td>{html.escape(student)}</td><td>{_fmt(score)}</td>{''.join(tds)}"
-                    f"<td>{flags}</td><td>{links}</td></tr>")
-    return (f'<div class="wide"><table class="cells"><tr><th>student</th><th>score</th>{head}<th>flags</th><th>feedback</th></tr>\n'
-            + "\n".join(rows) + "</table></div>")
+                    f"<td class=\"{'late' if late else ''}\">{html.escape(late)}</td><td>{flags}</td><td>{links}</td></tr>")
+    return (f'<div class="wide"><table class="cells"><tr><th>student</th><th>score</th>{head}<th>late</th><th>flags</th>'
+            '<th>feedback</th></tr>\n' + "\n".join(rows) + "</table></div>")
+
+
+def _late(stored: dict, record: dict) -> str:
+    entry = stored.get(record["student"])
+    return entry[2] if entry and len(entry) > 2 else ""
 
 
 def _show(kind: str, value: float) -> str:
@@ -256,11 +281,23 @@ def _figure(values: list[float], title: str, xlabel: str, log: bool,
 
 
 def _histogram_bins(values: list[float], log: bool) -> np.ndarray:
+    """21 edges spanning ``values`` (log-spaced when ``log``): every value falls in a bin.
+
+    ``10 ** log10(x)`` can round above ``x`` (it does for 3.2 and for 7.1 beside 400): the
+    outer edges are set to the extremes themselves, or the lowest value would be dropped.
+    """
     low, high = min(values), max(values)
     if log:
         low, high = max(low, 1e-3), max(high, 1e-3)
-        return np.logspace(np.log10(low), np.log10(high) + 1e-9, 21) if high > low else np.array([low / 1.1, low * 1.1])
-    return np.linspace(low, high, 21) if high > low else np.array([low - 0.5, low + 0.5])
+        if high <= low:
+            return np.array([low / 1.1, low * 1.1])
+        edges = np.logspace(np.log10(low), np.log10(high), 21)
+    elif high > low:
+        edges = np.linspace(low, high, 21)
+    else:
+        return np.array([low - 0.5, low + 0.5])
+    edges[0], edges[-1] = low, high
+    return edges
 
 
 def _flag_text(flag: list) -> str:
@@ -281,11 +318,12 @@ _PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Measure First: class report</title>
 <style>body{{font-family:sans-serif;max-width:72em;margin:2em auto}} table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:.2em .5em;vertical-align:top;text-align:left}} figure{{margin:.5em 0}}
-td.full{{background:#e6f4ea}} td.zero{{background:#fdecea}} td.flag{{background:#fff4ce}}
+td.full{{background:#e6f4ea}} td.zero{{background:#fdecea}} td.flag{{background:#fff4ce}} td.late{{background:#fdecea}}
 small{{color:#555}} div.wide{{overflow-x:auto}}</style>
 </head><body><h1>Class report</h1><p>{n} graded submissions. Measurements are the grader's own,
-made outside the students' kernels; dashed lines are the cells' thresholds. In the table, green:
-full points, red: none, yellow: a flag on that cell.</p>
+made outside the students' kernels; dashed lines are the cells' thresholds. Scores are after any
+late penalty, as in grades.csv. In the table, green: full points, red: none, yellow: a flag on
+that cell.</p>
 {sections}
 </body></html>
 """

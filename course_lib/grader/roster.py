@@ -1,14 +1,19 @@
-"""The class list and the grades export: who is in the course, and what each submission scored.
+"""The class list: who is in the course, and which graded student each roster row is.
 
-A *roster* is a CSV file with the columns ``id``, ``name`` and ``email`` (one row per student;
-``id`` is the student id the grader uses: the folder name, or the GitHub user name of a
-Classroom repository). ``course grade --roster FILE`` (default ``roster.csv`` in the course
-repository when it exists) copies names and e-mail addresses into the gradebook and into
-``grades.csv``, so that the file can be uploaded to a learning management system.
+A *roster* is a CSV file with the columns ``id``, ``name`` and ``email`` (one row per
+student), and optionally the ids a learning management system knows the student by:
+``sis_user_id``, ``sis_login_id``, ``canvas_id`` and ``section`` (for the Canvas export),
+``idnumber`` (Moodle's "ID number"). ``course grade --roster FILE`` (default ``roster.csv``
+in the course repository when it exists) copies names and e-mail addresses into the
+gradebook and into ``grades.csv``.
 
-``grades.csv`` has one row per submission that was graded, never a made-up zero: a student
-who did not submit an assignment has no score for it. With a roster, each roster student
-without a submission gets a row with ``status`` ``missing`` and empty scores.
+``id`` may be written as the grader's id or as what it was made from: a submission folder's
+name as an LMS export spells it ("José García", graded as ``Jose_Garcia-978edf99``), that
+safe id itself, or a GitHub user name (the student of a Classroom repository
+``week3-OctoCat``; GitHub does not tell case apart, so neither does the match).
+:func:`match_roster` applies the same mapping grading applies
+(:func:`course_lib.grader._submissions.safe_student_id`), so one student never becomes two
+rows; what it cannot match is listed, and ``course grade`` warns about each.
 
 Examples
 --------
@@ -16,29 +21,51 @@ Examples
 ('Ada King', 'Lovelace')
 >>> _split_name("Plato")
 ('', 'Plato')
+>>> m = match_roster([Student("José García"), Student("OctoCat"), Student("zoe")], ["Jose_Garcia-978edf99", "octocat", "bob"])
+>>> sorted(m.ids.items()), [r.id for r in m.unmatched_rows], m.unmatched_students
+([('Jose_Garcia-978edf99', 'José García'), ('octocat', 'OctoCat')], ['zoe'], ['bob'])
 """
 
 from __future__ import annotations
 
 import csv
 import datetime
-from dataclasses import dataclass
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Student", "read_roster", "parse_due", "write_grades", "GRADES_COLUMNS"]
+from course_lib.grader._submissions import safe_student_id
 
-GRADES_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
-                  "raw_score", "late_submission_penalty", "score", "max_score", "status"]
-"""nbgrader's own export columns, then ``status``: ``graded`` or ``missing``."""
+__all__ = ["Student", "RosterMatch", "read_roster", "parse_due", "match_roster", "resolve_student",
+           "LMS_COLUMNS"]
+
+LMS_COLUMNS = ("sis_user_id", "sis_login_id", "canvas_id", "section", "idnumber")
+"""Optional roster columns: the ids a learning management system knows the student by."""
 
 
 @dataclass(frozen=True)
 class Student:
-    """One row of the roster."""
+    """One row of the roster; ``lms`` holds the optional :data:`LMS_COLUMNS` that were given."""
 
     id: str
     name: str = ""
     email: str = ""
+    lms: dict[str, str] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class RosterMatch:
+    """Which graded student each roster row is (see :func:`match_roster`)."""
+
+    ids: dict[str, str]
+    """Graded student id -> the roster ``id`` of its row."""
+    rows: dict[str, Student]
+    """Graded student id -> its roster row; an unmatched row under :func:`safe_student_id` of its id."""
+    unmatched_rows: list[Student]
+    """Rows that match no graded student."""
+    unmatched_students: list[str]
+    """Graded students that no row matches."""
 
 
 def read_roster(path: str | Path) -> list[Student]:
@@ -66,8 +93,67 @@ def read_roster(path: str | Path) -> list[Student]:
         if row["id"] in seen:
             raise ValueError(f"roster {path}, line {number}: student {row['id']!r} is listed twice")
         seen.add(row["id"])
-        students.append(Student(row["id"], row.get("name", ""), row.get("email", "")))
+        lms = {key: row[key] for key in LMS_COLUMNS if row.get(key)}
+        students.append(Student(row["id"], row.get("name", ""), row.get("email", ""), lms))
     return students
+
+
+def match_roster(roster: Iterable[Student], graded: Iterable[str]) -> RosterMatch:
+    """Match roster rows to graded student ids, through the mapping grading uses.
+
+    A row matches the graded id that its ``id`` is (:func:`resolve_student`): the same
+    text, the safe id grading makes of it (a folder name such as "José García", in either
+    Unicode form), or, failing those, the one id equal to it but for case (GitHub user
+    names).
+
+    Raises
+    ------
+    ValueError
+        when two rows name the same graded student (e.g. "José García" and
+        ``Jose_Garcia-978edf99``).
+    """
+    known = sorted(set(graded))
+    ids: dict[str, str] = {}
+    rows: dict[str, Student] = {}
+    unmatched = []
+    for row in roster:
+        student = resolve_student(row.id, known)
+        if student is None:
+            unmatched.append(row)
+            rows.setdefault(safe_student_id(row.id), row)
+            continue
+        if student in ids:
+            raise ValueError(f"roster rows {ids[student]!r} and {row.id!r} are the same student ({student!r}); "
+                             "keep one")
+        ids[student] = row.id
+        rows[student] = row
+    return RosterMatch(ids, rows, unmatched, [s for s in known if s not in ids])
+
+
+def resolve_student(text: str, known: Iterable[str]) -> str | None:
+    """The graded student id among ``known`` that ``text`` names, or None.
+
+    ``text`` may be the id itself, the name it was made from (``"José García"`` names
+    ``Jose_Garcia-978edf99``) or, when no other id matches, an id that differs only in case.
+
+    Examples
+    --------
+    >>> resolve_student("José García", ["Jose_Garcia-978edf99"]), resolve_student("OCTOCAT", ["octocat"])
+    ('Jose_Garcia-978edf99', 'octocat')
+    >>> resolve_student("nobody", ["octocat"]) is None
+    True
+    """
+    known = set(known)
+    text = unicodedata.normalize("NFC", text.strip())
+    if not text:
+        return None
+    if text in known:
+        return text
+    safe = safe_student_id(text)
+    if safe in known:
+        return safe
+    folded = [k for k in known if k.casefold() == text.casefold()]
+    return folded[0] if len(folded) == 1 else None
 
 
 def parse_due(text: str) -> datetime.datetime:
@@ -88,47 +174,6 @@ def parse_due(text: str) -> datetime.datetime:
     return when
 
 
-def write_grades(gradebook, target: str | Path, roster: list[Student] | None = None) -> int:
-    """Write ``grades.csv`` from an open nbgrader ``Gradebook``; return the number of rows.
-
-    One row per submission in the gradebook; with a roster, its names and e-mails, and a
-    ``missing`` row for each roster student who did not submit an assignment.
-    """
-    people = {s.id: s for s in roster or []}
-    rows = []
-    for assignment in sorted(gradebook.assignments, key=lambda a: a.name):
-        submitted = set()
-        for submission in assignment.submissions:
-            student = submission.student
-            submitted.add(student.id)
-            first, last = _split_name(people[student.id].name) if student.id in people else \
-                (student.first_name or "", student.last_name or "")
-            email = people[student.id].email if student.id in people else student.email or ""
-            # nbgrader's rule: the score is the raw score less the late penalty, never below 0
-            raw, penalty = float(submission.score), float(submission.late_submission_penalty or 0.0)
-            rows.append([assignment.name, _when(assignment.duedate), _when(submission.timestamp), student.id,
-                         last, first, email, _num(raw), _num(penalty), _num(max(0.0, raw - penalty)),
-                         _num(submission.max_score), "graded"])
-        for student_id in sorted(set(people) - submitted):
-            first, last = _split_name(people[student_id].name)
-            rows.append([assignment.name, _when(assignment.duedate), "", student_id, last, first,
-                         people[student_id].email, "", "", "", _num(assignment.max_score), "missing"])
-    rows.sort(key=lambda row: (row[0], row[3]))
-    with Path(target).open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(GRADES_COLUMNS)
-        writer.writerows(rows)
-    return len(rows)
-
-
 def _split_name(name: str) -> tuple[str, str]:
     parts = name.split()
     return (" ".join(parts[:-1]), parts[-1]) if parts else ("", "")
-
-
-def _when(value) -> str:
-    return "" if value is None else str(value)
-
-
-def _num(x: float) -> str:
-    return f"{float(x):g}"

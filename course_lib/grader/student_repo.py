@@ -261,7 +261,7 @@ def student_lock(lock: str, requirements: Sequence[str]) -> str:
 def grading_rules(source: str | Path) -> list[dict]:
     """How each graded cell of a source notebook scores, for the student README.
 
-    One dict per grade cell: ``grade_id``, ``part`` (its ``## Part N`` heading, or ""),
+    One dict per grade cell: ``grade_id``, ``part`` (its ``## Part N`` or ``## Task N`` heading, or ""),
     ``points``, ``hidden`` (no visible test code), ``partial`` (its last statement returns
     the points, as ``speedup_points`` does, so it scores in between; every other cell
     scores all or nothing), ``says``: its leading comment, which students see too, and
@@ -281,7 +281,7 @@ def grading_rules(source: str | Path) -> list[dict]:
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if cell.cell_type == "markdown":
-            match = re.search(r"^#{1,4}\s*(Part\s+\d+\b[^\n]*)", cell.source, re.MULTILINE)
+            match = re.search(r"^#{1,4}\s*((?:Part|Task)\s+\d+\b[^\n]*)", cell.source, re.MULTILINE)
             part = match.group(1).strip() if match else part
         if meta.get("grade") and meta.get("solution"):
             rules.append({"grade_id": meta["grade_id"], "part": part, "points": float(meta.get("points", 0)),
@@ -311,7 +311,8 @@ def student_readme(assignments: list[str], *, url: str = "", rules: dict[str, li
     first = assignments[0] if assignments else "week1"
     weeks = "\n\n".join(_week_rules(name, (rules or {}).get(name, [])) for name in assignments)
     where = f"[{url.removeprefix('https://github.com/')}]({url})" if url else "this repository"
-    return _README.format(listed=listed, first=first, weeks=weeks or "(no assignments yet)", where=where)
+    return _README.format(listed=listed, first=first, weeks=weeks or "(no assignments yet)", where=where,
+                          check_example=_check_example(assignments, rules or {}))
 
 
 def student_makefile(instructor: str) -> str:
@@ -430,7 +431,8 @@ In the notebook, save it (Ctrl+S), then run in a new cell:
 
 ```python
 from course_lib.check import check
-check("part2")   # the visible tests of Part 2; check() runs them all
+{check_example}
+check()          # every visible test
 ```
 
 Or in a terminal, in the notebook's folder:
@@ -460,9 +462,13 @@ git commit -m "{first}: my answers"
 git push
 ```
 
-The course team fetches the last commit pushed before the deadline and grades the
-notebook `assignments/WEEK/WEEK.ipynb` in it (keep its name and place). A push after the
-deadline is not seen. Check on GitHub that your commit is there.
+At the deadline the course team's collection fetches your repository and records, by the
+course's clock, the notebook `assignments/WEEK/WEEK.ipynb` it found (keep its name and place).
+That is your submission, on time. If you push a changed notebook after the deadline, a later
+collection sees it and records it at its own time: it is graded as late, with the course's
+late penalty, and if no later collection runs it is not seen at all. The date of your commit
+does not count (your own machine sets it). Check on GitHub that your commit is there
+before the deadline.
 
 ## How it is graded
 
@@ -488,6 +494,29 @@ Cell by cell, from the notebooks themselves: *all or nothing* means full points 
 `book/` has one chapter per week. `make book` builds it into `_build/html` (it installs
 the book's build tools first, `requirements-book.lock`).
 """
+
+
+def _check_example(assignments: list[str], rules: dict[str, list[dict]]) -> str:
+    r"""The ``check(...)`` lines of the README, in the words the notebooks use for their sections.
+
+    Examples
+    --------
+    >>> print(_check_example(["week1", "week3"], {"week1": [{"part": "Part 1: a"}], "week3": [{"part": "Task 2: b"}]}))
+    check("part2")   # week1: the visible tests of Part 2 (and the cells before them)
+    check("task2")   # week3: the visible tests of Task 2
+    """
+    by_word: dict[str, list[str]] = {}
+    for name in assignments:
+        word = next((r["part"].split()[0].lower() for r in rules.get(name, []) if r.get("part")), "")
+        if word:
+            by_word.setdefault(word, []).append(name)
+    if not by_word:
+        return 'check("part2")   # the visible tests of Part 2 (and the cells before them)'
+    lines = []
+    for number, (word, weeks) in enumerate(sorted(by_word.items())):
+        tail = " (and the cells before them)" if number == 0 else ""
+        lines.append(f'check("{word}2")   # {", ".join(weeks)}: the visible tests of {word.title()} 2{tail}')
+    return "\n".join(lines)
 
 
 def _week_rules(name: str, rules: list[dict]) -> str:

@@ -1250,8 +1250,9 @@ def _remote_exponent(fn: _Remote, make_input: Callable, sizes: Any, budget: floa
     if seconds[-1] < min_call_seconds:
         raise grading.UnreliableMeasurement(f"the largest size takes only {_fmt_seconds(seconds[-1])}")
     fit = complexity.exponent(pd.DataFrame({"n": sizes, "seconds": seconds}))
-    return fit, (f"measured outside your kernel: exponent {fit.slope:.2f} ({fit.verdict}) "
-                 f"from CPU seconds {', '.join(_fmt_seconds(s) for s in seconds)}")
+    # "CPU time per call", not "CPU seconds": the figures are in whatever unit suits them (ms, µs)
+    times = ", ".join(f"{_fmt_seconds(s)} at n={n:,}" for n, s in zip(sizes, seconds))
+    return fit, f"measured outside your kernel: exponent {fit.slope:.2f} ({fit.verdict}) from CPU time per call {times}"
 
 
 def _remote_peak(fn: _Remote, args: tuple, kwargs: dict) -> tuple[int, int]:
