@@ -906,3 +906,24 @@ def test_scaling_points_refuse_what_assert_scaling_refuses(monkeypatch):
     monkeypatch.setattr(time, "process_time", lambda: 0.0)
     with pytest.raises(TamperingDetected, match="time.process_time was reassigned"):
         grading.scaling_points(linear, make_list, [50_000, 100_000], 1.5, 1.8, 3, budget=0.01)
+
+
+def test_the_kernel_takes_a_short_reading_while_autograding(monkeypatch):
+    # While nbgrader autogrades, the stored speed verdict is the verifier's: each cell is
+    # timed in full once, outside the kernel, and the kernel's reading is only compared with it.
+    budgets = []
+
+    def fake_comparison(candidate, baseline, make_args, settings, estimate):
+        budgets.append(settings.budget)
+        return timing.compare(baseline, candidate, make_args=make_args, budget=0.05)
+
+    monkeypatch.setattr(grading, "_timed_comparison", fake_comparison)
+    make_args = lambda: (np.random.default_rng().random(200_000),)  # noqa: E731
+    slow = lambda x: float(np.sort(x).sum())  # noqa: E731
+    for execution, expected in ((None, 0.8), ("autograde", 0.8 * grading._QUICK_SHARE)):
+        if execution:
+            monkeypatch.setenv("NBGRADER_EXECUTION", execution)
+        grading.speedup_points(lambda x: float(x.sum()), slow, make_args, full_at=2, zero_at=1.2, points=1,
+                               budget=0.8, min_call_seconds=1e-4)
+        assert budgets[-1] == pytest.approx(expected)
+
