@@ -110,7 +110,7 @@ def term(tmp_path_factory):
 
     # 4. grade, with the roster and the due date
     grade = ["grade", "term", "--submissions", str(subs), "--grading-dir", str(grading), "--due", DUE,
-             "--timeout", "10", "--memory-limit", "1GB", "--no-progress", *base]
+             "--memory-limit", "1GB", "--no-progress", *base]
     out["grade"] = _cli(*grade)
     out["grades"] = _csv(grading / "grades.csv")
     out["flags"] = _csv(grading / "flags.csv")
