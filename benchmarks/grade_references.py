@@ -13,6 +13,7 @@ Run from the repository root::
 
     .venv/bin/python benchmarks/grade_references.py                 # both, ~2 x 8 min on 2 cores
     .venv/bin/python benchmarks/grade_references.py --only sandbox --weeks week2,week3
+    .venv/bin/python benchmarks/grade_references.py --only sandbox --profile --runs 3  # where the time goes
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def run(weeks: list[str], sandbox: bool, timeout: int) -> tuple[float, list]:
             seconds = time.perf_counter() - t0
             r = next((r for r in results if r.assignment == week), None)
             flags = ", ".join(f.label for f in r.flags if f.kind != "unsandboxed") if r else "not graded"
-            rows.append((week, seconds, r.score if r else 0.0, maxima[week], flags))
+            rows.append((week, seconds, r.score if r else 0.0, maxima[week], flags, r.profile if r else {}))
     return sum(row[1] for row in rows), rows
 
 
@@ -73,20 +74,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--weeks", default=",".join(WEEKS), help="comma-separated (default all eight)")
     parser.add_argument("--only", choices=("sandbox", "no-sandbox"), help="one condition only")
     parser.add_argument("--timeout", type=int, default=60, help="seconds a cell may run")
+    parser.add_argument("--profile", action="store_true", help="also print where each week's time went")
+    parser.add_argument("--runs", type=int, default=1, help="grade the references this many times")
     args = parser.parse_args(argv)
     weeks = [w for w in args.weeks.split(",") if w]
     conditions = [c for c in ("sandbox", "no-sandbox") if args.only in (None, c)]
     print(f"{os.cpu_count()} cores, load average at start {os.getloadavg()[0]:.2f}", flush=True)
     totals, wrong = {}, 0
-    for condition in conditions:
+    for condition in [c for c in conditions for _ in range(args.runs)]:
         total, rows = run(weeks, sandbox=condition == "sandbox", timeout=args.timeout)
         totals[condition] = total
         print(f"\n{condition}: {total:.1f} s for {len(weeks)} notebooks "
               f"({total / len(weeks):.1f} s each), load average {os.getloadavg()[0]:.2f}")
-        for week, seconds, score, maximum, flags in rows:
+        for week, seconds, score, maximum, flags, _ in rows:
             mark = "" if score >= maximum - 1e-9 else "   <- NOT FULL MARKS"
             wrong += bool(mark)
             print(f"  {week:<6} {seconds:7.1f} s  {score:g}/{maximum:g}  {flags or '-'}{mark}")
+        if args.profile:
+            from course_lib.grader.profile import format_profile
+
+            print()
+            print(format_profile((week, profile) for week, *_, profile in rows))
     if len(totals) == 2:
         extra = totals["sandbox"] - totals["no-sandbox"]
         print(f"\nsandbox cost: {extra:+.1f} s in all, {extra / len(weeks):+.1f} s per notebook "

@@ -1410,6 +1410,11 @@ class _SpeedResult:
     threads: str = ""
 
     def describe(self) -> str:
+        if self.measurements == 0:
+            return (f"a short reading in your kernel while graded (the fastest of two checked calls per side: "
+                    f"reference {_fmt_seconds(self.baseline_seconds)} per call, yours "
+                    f"{_fmt_seconds(self.candidate_seconds)}); the grade is measured outside your kernel; "
+                    f"{_cores_text()}")
         again = ", measured twice because the first was too close to call" if self.measurements > 1 else ""
         pools = f"; thread pools: {self.threads}" if self.threads else ""
         return (
@@ -1489,13 +1494,18 @@ def _measure_speedup(
         pools = _thread_settings()
         estimate = _check_correctness(candidate, baseline, make_args, settings)
         _refuse_microseconds(estimate, fastest, settings.min_call_seconds)
-        quick = _quick()
-        if quick:
-            settings = dataclasses.replace(settings, budget=settings.budget * _QUICK_SHARE)
+        if _quick():
+            # The kernel's short reading while nbgrader autogrades (the stored verdict is the
+            # verifier's): the fastest of the correctness calls after the first, per side.
+            _raise_if_tampered()
+            ratio = estimate.baseline_seconds / max(estimate.candidate_seconds, 1e-12)
+            return _SpeedResult(ratio=ratio, low=ratio, high=ratio, rounds=0,
+                                baseline_seconds=estimate.baseline_seconds,
+                                candidate_seconds=estimate.candidate_seconds, measurements=0, threads=pools)
         comparisons = [_timed_comparison(candidate, baseline, make_args, settings, estimate)]
         ratios = list(comparisons[0].ratios)
         low, ratio, high = _median_interval(ratios)
-        if not quick and decision.undecided(low, high):
+        if decision.undecided(low, high):
             # Too close to call: measure again and decide on all the rounds together.
             comparisons.append(_timed_comparison(candidate, baseline, make_args, settings, estimate))
             ratios += comparisons[1].ratios
@@ -1766,8 +1776,9 @@ def _median_interval(values: Sequence[float], confidence: float = 0.95) -> tuple
 # While nbgrader autogrades a notebook, the score stored for a speed or parallel cell is
 # the verifier's, measured outside the kernel; the kernel's own reading is only compared
 # with it (a flag when they differ by a quarter of the points). So the kernel takes a short
-# one: correctness checks as always, then this share of the cell's timing budget, without
-# measuring again when it is too close to call. Each cell is timed in full once per grading.
+# one: a speed cell's correctness checks as always, the ratio read from their own timings;
+# a parallel cell's rounds on this share of its budget, never measured again. Each cell is
+# timed in full once per grading.
 _QUICK_SHARE = 0.25
 
 

@@ -822,8 +822,14 @@ class _ReferenceProcess:
 
 
 def _serve_reference(rfd: int, wfd: int, results_fd: int, baseline: Callable) -> None:
+    import gc
+
     from course_lib.timing import warm_heap
 
+    # The verifier's heap, inherited at the fork (pandas, NumPy, the instructor's cells), is
+    # set aside: each staging collects the last batch's garbage, and a full collection that
+    # walked the inherited objects too cost tens of milliseconds a round, in every round.
+    gc.freeze()
     with warm_heap():  # as compare's calls and the worker's timed batches run
         _serve_reference_batches(rfd, wfd, results_fd, baseline)
 
