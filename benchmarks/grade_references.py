@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -76,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, default=60, help="seconds a cell may run")
     parser.add_argument("--profile", action="store_true", help="also print where each week's time went")
     parser.add_argument("--runs", type=int, default=1, help="grade the references this many times")
+    parser.add_argument("--project", type=int, default=4000,
+                        help="notebooks in a term, for the projection (default 4000: 500 students x 8 weeks)")
+    parser.add_argument("--project-workers", type=int, default=16, help="grading workers for the projection")
     args = parser.parse_args(argv)
     weeks = [w for w in args.weeks.split(",") if w]
     conditions = [c for c in ("sandbox", "no-sandbox") if args.only in (None, c)]
@@ -84,8 +88,14 @@ def main(argv: list[str] | None = None) -> int:
     for condition in [c for c in conditions for _ in range(args.runs)]:
         total, rows = run(weeks, sandbox=condition == "sandbox", timeout=args.timeout)
         totals[condition] = total
+        each = sorted(row[1] for row in rows)
         print(f"\n{condition}: {total:.1f} s for {len(weeks)} notebooks "
-              f"({total / len(weeks):.1f} s each), load average {os.getloadavg()[0]:.2f}")
+              f"({total / len(weeks):.1f} s each, median {statistics.median(each):.1f} s, slowest "
+              f"{each[-1]:.1f} s), load average {os.getloadavg()[0]:.2f}")
+        if args.project:
+            hours = args.project * (total / len(weeks)) / args.project_workers / 3600
+            print(f"projection: {args.project:,} notebooks at this mean on {args.project_workers} workers "
+                  f"(each with the cores one notebook had here): {hours:.2f} h")
         for week, seconds, score, maximum, flags, _ in rows:
             mark = "" if score >= maximum - 1e-9 else "   <- NOT FULL MARKS"
             wrong += bool(mark)
