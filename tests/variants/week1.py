@@ -172,20 +172,32 @@ stage_table
 '''
 
 
-def _form_only_quiz() -> str:
-    """The quiz cell of a student who reads only the options' form (see the docstring)."""
-    path = Path(__file__).resolve().parents[2] / "solutions" / "week1" / "week1.ipynb"
+_ABSOLUTE = re.compile(r"\b(always|never|only|all|none|nothing|must|cannot|can't)\b", re.I)
+
+
+def form_only_quiz(week: str, prefix: str = "q") -> str:
+    """The quiz cell of a student who reads only the form of the options.
+
+    For each question of ``solutions/WEEK/WEEK.ipynb``: the longest option (the first of
+    equals); where every letter that applies is asked for, every option without an
+    absolute word; where a number is asked for, the first number the question names.
+    Week 2's variants use it too.
+    """
+    path = Path(__file__).resolve().parents[2] / "solutions" / week / f"{week}.ipynb"
     text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells
                      if c.cell_type == "markdown")
     lines = []
     for number, block in re.findall(r"\*\*Question (\d+)\.\*\*(.*?)(?=\*\*Question|\Z)", text, re.S):
-        options = re.findall(r"^- \(([a-z])\) (.*(?:\n  .*)*)", block, re.M)
-        if options:
-            longest = max(options, key=lambda option: len(" ".join(option[1].split())))
-            lines.append(f"q{number} = {longest[0]!r}")
+        options = [(letter, " ".join(option.split())) for letter, option
+                   in re.findall(r"^- \(([a-z])\) (.*(?:\n  .*)*)", block, re.M)]
+        if "every letter that applies" in " ".join(block.split()):
+            picked = [letter for letter, option in options if not _ABSOLUTE.search(option)]
+            lines.append(f"{prefix}{number} = {', '.join(picked or [o[0] for o in options])!r}")
+        elif options:
+            lines.append(f"{prefix}{number} = {max(options, key=lambda o: len(o[1]))[0]!r}")
         else:
             first = re.search(r"\d[\d,_]*", block).group().replace(",", "")
-            lines.append(f"q{number} = {first}")
+            lines.append(f"{prefix}{number} = {first}")
     return "\n".join(lines) + "\n"
 
 
@@ -199,7 +211,7 @@ VARIANTS = {
     "guessed_stage": {"measure": GUESSED_STAGE_MEASURE, "faster_stage": GUESSED_STAGE_FAST,
                       "quiz": GUESSED_STAGE_QUIZ},
     "small_job": {"measure": SMALL_JOB_MEASURE},
-    "form_only": {"quiz": _form_only_quiz()},
+    "form_only": {"quiz": form_only_quiz("week1")},
 }
 
 QUIZ = ("test_q1", "test_q2", "test_q3", "test_q4")
