@@ -61,7 +61,7 @@ import nbformat
 
 SLOW_PRICE = '''
 def faster_stage(readings):
-    """The stage DOMINANT names, faster: the same result for the same input."""
+    """The stage DOMINANT names, faster: the same result for the same ``given`` input."""
     def cost(row):
         tariff, hour = row["tariff"], row["hour"]
         if tariff == "economy7" and hour < 7:
@@ -75,7 +75,7 @@ def faster_stage(readings):
 
 WRONG_PRICE = '''
 def faster_stage(readings):
-    """The stage DOMINANT names, faster: the same result for the same input."""
+    """The stage DOMINANT names, faster: the same result for the same ``given`` input."""
     hour = readings["hour"].to_numpy()
     day = readings["tariff"].map(DAY_RATE).to_numpy(dtype="float64")
     peak = readings["tariff"].map(PEAK_RATE).to_numpy(dtype="float64")
