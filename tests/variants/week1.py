@@ -155,8 +155,8 @@ def faster_stage(priced):
 
 GUESSED_STAGE_QUIZ = '''
 q1 = "b"
-_small = profiling.profile(JOB[DOMINANT], stage_input(make_readings_csv(2_000, seed=0), DOMINANT))
-_large = profiling.profile(JOB[DOMINANT], stage_input(make_readings_csv(4_000, seed=0), DOMINANT))
+_small = profiling.profile(JOB[DOMINANT], stage_input(DOMINANT, 2_000, seed=0))
+_large = profiling.profile(JOB[DOMINANT], stage_input(DOMINANT, 4_000, seed=0))
 q2 = round(float((_large["ncalls"].sum() - _small["ncalls"].sum()) / 2_000))
 q3 = "a"  # segment's profile: a few large NumPy calls
 q4 = "a"  # "fixing" segment left both tables alike
