@@ -55,11 +55,11 @@ def _autograded(course, student, outputs):
 
 
 RECORDS = [
-    {"student": "ada", "score": 20.0, "speedups": {"test_price_speed": 140.0},
-     "cell_scores": {"test_price_speed": 4.0, "test_price_hidden": 2.0}, "flags": []},
-    {"student": "bob", "score": 6.0, "speedups": {"test_price_speed": 1.1},
-     "cell_scores": {"test_price_speed": 0.0, "test_price_hidden": 2.0},
-     "flags": [["verdict-differs", ["test_price_speed"], "in the student's kernel 4/4, outside it 0/4 <b>"]]},
+    {"student": "ada", "score": 20.0, "speedups": {"test_faster_speed": 140.0},
+     "cell_scores": {"test_faster_speed": 4.0, "test_faster_hidden": 2.0}, "flags": []},
+    {"student": "bob", "score": 6.0, "speedups": {"test_faster_speed": 1.1},
+     "cell_scores": {"test_faster_speed": 0.0, "test_faster_hidden": 2.0},
+     "flags": [["verdict-differs", ["test_faster_speed"], "in the student's kernel 4/4, outside it 0/4 <b>"]]},
     {"student": "cy", "score": 0.0, "speedups": {}, "cell_scores": {},
      "flags": [["malformed", [], "not valid JSON"]]},
 ]
@@ -81,7 +81,7 @@ def test_report_has_plots_thresholds_and_a_students_by_cells_table(tmp_path):
     assert "<h2>week1</h2>" in page and "3 submissions" in page and "2 flagged" in page
     # scores, the speed cell, the memory cell and the scaling cell
     assert len(re.findall(r'<img alt="[^"]*" src="data:image/png;base64,', page)) == 4
-    assert "test_price_speed, speed-up measured outside the kernel" in page
+    assert "test_faster_speed, speed-up measured outside the kernel" in page
     assert "test_x_memory, peak traced memory measured outside the kernel" in page
     assert "test_x_scaling, growth exponent measured outside the kernel" in page
     assert re.findall(r"<tr><td>(\w+)</td>", page) == ["ada", "bob", "cy"]  # every student, not only flagged
@@ -101,7 +101,7 @@ def test_speed_plot_draws_the_thresholds_of_the_cell_and_counts_whole_submission
 
     monkeypatch.setattr(report, "_figure", spy)
     write_report(_grading(tmp_path, RECORDS))
-    values, lines = drawn["week1: test_price_speed, speed-up measured outside the kernel"]
+    values, lines = drawn["week1: test_faster_speed, speed-up measured outside the kernel"]
     assert sorted(values) == [1.1, 140.0] and lines == [(100.0, "full_at"), (60.0, "zero_at")]
     import matplotlib.pyplot as plt
 

@@ -128,14 +128,14 @@ def test_readme_grading_is_generated_from_the_notebooks(student):
     # every week's speed cell gives partial credit (speedup_points), week 5's memory cells too
     # (peak_memory_points, log_points); the example's is all or nothing (assert_speedup), and
     # so are correctness cells
-    assert re.search(r"\| `test_price_speed` \| Part 4 \| 4 \| hidden \| partial credit: .*0 points at 60x", text)
-    assert re.search(r"\| `test_peak_speed` \| Part 1 \| 3 \| hidden \| partial credit: .*0 points at 2x", text)
+    assert re.search(r"\| `test_faster_speed` \| Part 4 \| 2 \| hidden \| partial credit: .*0 points at 60x", text)
+    assert re.search(r"\| `test_peak_speed` \| Part 1 \| 2 \| hidden \| partial credit: .*0 points at 2x", text)
     # weeks 3 to 8 (and the example) have tasks, not parts: the column names them too
     assert re.search(r"\| `test_summary_memory` \| Task 1 \| 4 \| hidden \| partial credit: .*20 MB", text)
     assert re.search(r"\| `test_compact_memory` \| Task 2 \| 3 \| visible \| partial credit", text)
     assert re.search(r"\| `test_count_speed` \| Task 1 \| 4 \| hidden \| all or nothing", text)
-    assert re.search(r"\| `test_price_visible` \| Part 4 \| 1 \| visible \| all or nothing \|", text)
-    assert "22 points; 4 of them by partial credit, 2 marked by hand." in text
+    assert re.search(r"\| `test_faster_visible` \| Part 4 \| 1 \| visible \| all or nothing \|", text)
+    assert "22 points; 2 of them by partial credit, 6 marked by hand." in text
     assert re.search(r"\| `written_explanation` \| Part 6 \| 2 \| none: a written answer \| marked by hand", text)
     assert "Partial credit grows with the speed-up" not in text
 
