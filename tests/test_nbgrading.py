@@ -36,3 +36,14 @@ def test_a_later_reading_that_could_not_measure_leaves_the_first_grading_standin
     nbgrading._store_later_reading(grade, CellVerdict("test_x_speed", 0.0, 4.0, "worker died", conclusive=False),
                                    2.5, flags)
     assert grade.auto_score == 2.5 and flags == []
+
+
+def test_a_correctness_test_only_loses_points_outside_the_kernel_unless_the_kernel_ran_out_of_time():
+    passed = CellVerdict("test_x_hidden", 2.0, 2.0, "passed")
+    failed = CellVerdict("test_x_hidden", 0.0, 2.0, "GradingError: ...")
+    assert nbgrading._correctness_score(2.0, failed, timed_out=False) == 0.0  # lower outside: stored
+    assert nbgrading._correctness_score(0.0, passed, timed_out=False) is None  # the kernel's 0 stands
+    # stopped at the time limit in a busy kernel, passed outside: a correct answer keeps its points
+    assert nbgrading._correctness_score(0.0, passed, timed_out=True) == 2.0
+    unchecked = CellVerdict("test_x_hidden", 2.0, 2.0, "not data", conclusive=False, not_data=True)
+    assert nbgrading._correctness_score(0.0, unchecked, timed_out=True) is None

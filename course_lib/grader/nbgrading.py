@@ -1021,6 +1021,7 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path,
             continue
         speedups.update({v.grade_id: v.measured for v in verdicts if v.measured is not None})
         refused_in_kernel = _refused_cells(path)
+        timed_out = _cells_with_error(path, CELL_TIMEOUT)
         with _environment(**_nbgrader_env()), _quiet_warnings(), Gradebook(course.db_url) as gb:
             for verdict in verdicts:
                 try:
@@ -1058,8 +1059,18 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path,
                                                                            f"kernel {in_kernel:g}/{verdict.max_score:g}):"
                                                                            f" {verdict.detail}"))
                     continue
-                if not performance and verdict.score >= in_kernel:
-                    continue  # a correctness test only ever loses points to the check outside the kernel
+                if not performance:
+                    stored = _correctness_score(in_kernel, verdict, verdict.grade_id in timed_out)
+                    if stored is None:
+                        continue  # the kernel's score stands
+                    if stored > in_kernel:
+                        flags.append(Flag("note", (verdict.grade_id,), f"this test ran past the time limit in "
+                                                                       f"the student's kernel; outside it, it "
+                                                                       f"scored {stored:g}/{verdict.max_score:g} "
+                                                                       "(stored)"))
+                        grade_.auto_score = stored
+                        grade_.needs_manual_grade = False
+                        continue
                 grade_.auto_score = min(max(verdict.score, 0.0), verdict.max_score)  # never above the cell's points
                 grade_.needs_manual_grade = False
                 if verdict.undecided:
@@ -1075,6 +1086,27 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path,
             gb.db.commit()
         _annotate(path, verdicts, later=only is not None)
     return flags, speedups
+
+
+def _correctness_score(in_kernel: float, verdict: CellVerdict, timed_out: bool) -> float | None:
+    """What to store for a correctness test once it was checked outside the kernel (None: the kernel's).
+
+    A correctness test only ever loses points to the check outside the kernel (a rebound
+    ``assert_same`` passes in the kernel, never outside it), with one exception: a test
+    the kernel stopped at the time limit, which the check outside the kernel ran to the
+    end. A busy machine slows every cell, and a correct answer must not lose its points to
+    that; the check outside passed it out of the student's reach (flagged, for a look).
+
+    Examples
+    --------
+    >>> v = CellVerdict("test_x_hidden", 2.0, 2.0, "passed")
+    >>> _correctness_score(0.0, v, timed_out=True), _correctness_score(0.0, v, timed_out=False)
+    (2.0, None)
+    """
+    score = min(max(verdict.score, 0.0), verdict.max_score)
+    if timed_out and verdict.conclusive and not verdict.not_data and score > in_kernel:
+        return score
+    return score if score < in_kernel else None
 
 
 def _store_later_reading(grade_: Any, verdict: CellVerdict, stored: float, flags: list[Flag]) -> None:
@@ -1115,12 +1147,17 @@ def _zero_tests(course: Course, student: str, assignment: str, source: Path, not
 
 def _refused_cells(path: Path) -> set[str]:
     """Grade ids whose cell raised ``UnreliableMeasurement`` in the student's kernel."""
+    return _cells_with_error(path, "UnreliableMeasurement")
+
+
+def _cells_with_error(path: Path, ename: str) -> set[str]:
+    """Grade ids whose cell ended with an error named ``ename`` in the student's kernel."""
     try:
         nb = nbformat.read(path, as_version=4)
-    except Exception:  # noqa: BLE001 - unreadable: nothing was refused that we can see
+    except Exception:  # noqa: BLE001 - unreadable: no such error that we can see
         return set()
     return {cell.metadata.get("nbgrader", {}).get("grade_id") for cell in nb.cells if cell.cell_type == "code"
-            and any(o.get("output_type") == "error" and o.get("ename") == "UnreliableMeasurement"
+            and any(o.get("output_type") == "error" and o.get("ename") == ename
                     for o in cell.get("outputs", []))} - {None}
 
 
