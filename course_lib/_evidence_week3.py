@@ -18,11 +18,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["doubling_sizes", "grader_exponent", "growth_checks", "largest_seconds", "within_factor"]
+__all__ = ["doubling_sizes", "grader_exponent", "grader_speedup", "growth_checks", "implied_speedup",
+           "largest_seconds", "within_factor"]
 
 # scaling_points' band, read back as an exponent (see grader_exponent): points are rounded
 # to 0.01, so 300 points over a band of 3 resolve the exponent to 1e-4.
 _LOW, _HIGH, _SCALE = 0.25, 3.25, 300.0
+# speedup_points' band, read back as a speed-up (see grader_speedup): 100 points over a
+# factor of 1,000 resolve it to 0.07%.
+_SLOWEST, _FASTEST, _SPEED_SCALE = 0.1, 100.0, 100.0
 
 
 def doubling_sizes(table: Any, smallest: int, largest: int) -> list[int] | None:
@@ -65,9 +69,11 @@ def grader_exponent(fn: Callable[[Any], Any], make_input: Callable[[int], Any], 
 
     Examples
     --------
+    Sorting grows like n log n, a slope a little above 1 (it measures for a few seconds):
+
     >>> slope = grader_exponent(sorted, lambda n: list(np.random.default_rng().random(n)),
-    ...                         [100_000, 200_000, 400_000])
-    >>> 0.8 < slope < 1.5
+    ...                         [100_000, 200_000, 400_000])  # doctest: +SKIP
+    >>> 0.8 < slope < 1.5  # doctest: +SKIP
     True
     """
     from course_lib import grading
@@ -75,6 +81,63 @@ def grader_exponent(fn: Callable[[Any], Any], make_input: Callable[[int], Any], 
     points = grading.scaling_points(fn, make_input, sizes, full_at=_LOW, zero_at=_HIGH, points=_SCALE,
                                     budget=budget, margin=0.0)
     return _HIGH - (points / _SCALE) * (_HIGH - _LOW)
+
+
+def grader_speedup(candidate: Callable[..., Any], baseline: Callable[..., Any],
+                   make_args: Callable[[], tuple], budget: float = 0.3) -> float:
+    """The speed-up of ``candidate`` over ``baseline`` the grader measures, on fresh inputs.
+
+    Read through :func:`course_lib.grading.speedup_points`, which times the two side by
+    side (in the kernel: interleaved rounds in one process; outside it: the student's
+    calls in the student worker, each batch's time less its waits for a core), so a busy
+    machine cancels out of the ratio. Its points are linear in ``log(speed-up)`` between
+    ``zero_at`` and ``full_at``: with no margin and a wide band they give the speed-up
+    back. Speed-ups outside [0.1, 100] come back as the nearer end. As in any speed test,
+    a candidate whose results differ from the baseline's raises
+    :class:`course_lib.grading.GradingError` before anything is timed. The top of the band
+    is a reading range, not a threshold a student must reach, so the 1 ms rule that
+    refuses microsecond verdicts is applied at 0.1 ms here: a baseline of 10 ms or more
+    is read (give inputs on which every candidate takes milliseconds).
+
+    Examples
+    --------
+    A baseline doing the same sort three times (it measures for a few seconds):
+
+    >>> def once(values):
+    ...     return sorted(values)
+    >>> def thrice(values):
+    ...     return [sorted(values) for _ in range(3)][0]
+    >>> ratio = grader_speedup(once, thrice, lambda: (np.random.default_rng().random(300_000).tolist(),),
+    ...                        budget=0.2)  # doctest: +SKIP
+    >>> 2 < ratio < 4  # doctest: +SKIP
+    True
+    """
+    from course_lib import grading
+
+    points = grading.speedup_points(candidate, baseline, make_args, full_at=_FASTEST, zero_at=_SLOWEST,
+                                    points=_SPEED_SCALE, budget=budget, margin=0.0, min_call_seconds=1e-4)
+    return _SLOWEST * (_FASTEST / _SLOWEST) ** (points / _SPEED_SCALE)
+
+
+def implied_speedup(slow_table: Any, fast_table: Any, n: int) -> float:
+    """The speed-up at ``n`` that two doubling tables imply: the ratio of their fitted lines.
+
+    Each table's ``(log n, log seconds)`` line is fitted by least squares and read at
+    ``n`` (within or beyond the table's sizes); NaN when either table has no sizes or no
+    positive seconds.
+
+    Examples
+    --------
+    >>> slow = pd.DataFrame({"n": [1000, 2000, 4000], "seconds": [0.004, 0.016, 0.064]})
+    >>> fast = pd.DataFrame({"n": [2000, 4000, 8000], "seconds": [0.002, 0.004, 0.008]})
+    >>> round(implied_speedup(slow, fast, 8000), 6)     # 0.256 s against 0.008 s
+    32.0
+    """
+    lines = [_fitted_line(table) for table in (slow_table, fast_table)]
+    if any(line is None for line in lines):
+        return math.nan
+    (slope_s, icpt_s), (slope_f, icpt_f) = lines
+    return float(10 ** ((icpt_s - icpt_f) + (slope_s - slope_f) * math.log10(n)))
 
 
 def growth_checks(table: Any, exponent: Any, names: tuple[str, str], grader_slope: float,
@@ -146,6 +209,21 @@ def within_factor(yours: float, graders: float, factor: float) -> bool:
     """
     ratio = yours / graders if graders > 0 else math.nan
     return bool(1 / factor <= ratio <= factor)
+
+
+def _fitted_line(table: Any) -> tuple[float, float] | None:
+    """(slope, intercept) of a table's log-log line, or None without two positive sizes."""
+    if type(table) is not pd.DataFrame or "n" not in table.columns or len(table) < 2:
+        return None
+    seconds = _positive_seconds(table)
+    try:
+        sizes = [float(n) for n in table["n"].tolist()]
+    except (AttributeError, TypeError, ValueError):
+        return None
+    if seconds is None or not all(math.isfinite(n) and n > 0 for n in sizes) or len(set(sizes)) < 2:
+        return None
+    slope, intercept = np.polyfit(np.log10(sizes), np.log10(seconds), 1)
+    return float(slope), float(intercept)
 
 
 def _positive_seconds(table: pd.DataFrame) -> list[float] | None:

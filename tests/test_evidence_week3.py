@@ -1,4 +1,5 @@
 import math
+import time
 
 import numpy as np
 import pandas as pd
@@ -95,3 +96,40 @@ def test_the_grader_exponent_tells_quadratic_from_linear_work():
     assert quadratic > 1.6 and linear < 1.4, (quadratic, linear)
     table = complexity.doubling(count_new, make_input, [1_000, 2_000, 4_000], budget=0.05, clock="cpu")
     assert abs(complexity.exponent(table).slope - quadratic) < 0.3
+
+
+@pytest.mark.parametrize("ratio", [0.2, 0.66, 1.0, 9.3, 45.0, 99.0])
+def test_the_speedup_is_read_back_from_speedup_points_exactly(monkeypatch, ratio):
+    def speedup_points(candidate, baseline, make_args, full_at, zero_at, points, budget, *, margin,
+                       min_call_seconds):
+        return grading._points_for(ratio, full_at, zero_at, points, margin)
+
+    monkeypatch.setattr(grading, "speedup_points", speedup_points)
+    assert evidence.grader_speedup(sorted, sorted, lambda: ([1],)) == pytest.approx(ratio, rel=1e-3)
+
+
+def test_the_grader_speedup_measures_a_fourfold_baseline():
+    def quick(token):
+        time.sleep(0.03)
+        return token
+
+    def slow(token):
+        time.sleep(0.12)
+        return token
+
+    ratio = evidence.grader_speedup(quick, slow, lambda: (float(np.random.default_rng().random()),), budget=0.2)
+    assert 3 < ratio < 5, ratio
+
+
+def test_two_tables_imply_the_ratio_of_their_lines():
+    slow = _table([1_000, 2_000, 4_000], [0.004, 0.016, 0.064])   # 4e-9 n**2
+    fast = _table([2_000, 4_000, 8_000], [0.002, 0.004, 0.008])   # 1e-6 n
+    assert evidence.implied_speedup(slow, fast, 8_000) == pytest.approx(0.256 / 0.008)
+    assert evidence.implied_speedup(slow, fast, 1_000) == pytest.approx(0.004 / 0.001)
+
+
+@pytest.mark.parametrize("table", [None, QUADRATIC.iloc[:1], _table([500, 1_000], [0.001, 0.0]),
+                                   _table([500, 500], [0.001, 0.002]), QUADRATIC.drop(columns="n")])
+def test_no_speedup_is_implied_by_a_table_without_a_line(table):
+    assert math.isnan(evidence.implied_speedup(table, QUADRATIC, 8_000))
+    assert math.isnan(evidence.implied_speedup(QUADRATIC, table, 8_000))
