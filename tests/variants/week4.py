@@ -1,4 +1,5 @@
-"""Week 4 submissions for tests/test_assignments.py: the decoys, a wrong hot line, pandas' rank.
+"""Week 4 submissions for tests/test_assignments.py: the decoys, a wrong hot line, pandas' rank,
+and the give-aways issue 27 removed.
 
 Each maps the ``grade_id`` of an answer cell of ``solutions/week4/week4.ipynb`` to the
 source that replaces it; answer cells not named keep the reference solution.
@@ -12,6 +13,13 @@ of the hotspot reaches about 4x for the whole report and earns all of them (full
 none at 1.25x); a faster decoy, which cannot gain more than its few percent, earns none. The
 ranges come from in-process measurements (``timing.compare`` in ``timing.limit_threads(1)``,
 50,000 fresh sale lines, the 2-core course machine shared with other jobs); see ``EXPECT``.
+
+The profile itself is graded: ``stage_shares`` against the grader's own three profiles
+(each share within 0.15), ``hotspot_name`` as the largest of those shares and of the
+grader's, ``hot_line_seconds`` against the grader's line profile (within a factor 3). A
+name or a line right by guesswork, with shares or seconds that were not measured, keeps
+at most the hotspot's one point; shares read from ``tottime`` point at the wrong stage;
+``form_only`` answers the quiz by the form of its options alone and earns nothing there.
 """
 
 VARIANTS = {
@@ -75,33 +83,85 @@ def sales_report(sales, prices):
     }
 ''',
     },
-    # Names the decoy as the hotspot (the loops look guilty, the profile says otherwise) but
-    # otherwise answers as the reference: the hotspot's 4 points lost, nothing else.
+    # Measures honestly but names the decoy as the hotspot (the loops look guilty): not the
+    # largest of its own shares nor the grader's, so the hotspot's point is lost, nothing else.
     "decoy_named": {
         "hotspot": '''
 hotspot_name = "daily_revenue"
 ''',
     },
     # Names the second most expensive stage, the matrix product: it is not within the
-    # grader's factor 1.5 of the hotspot, so the hotspot's 4 points are lost.
+    # grader's factor 1.5 of the hotspot, so the hotspot's point is lost.
     "second_named": {
         "hotspot": '''
 hotspot_name = "bought_together"
 ''',
     },
     # The right hotspot, but the line guessed rather than measured: the one line that sorts
-    # looks the most expensive and takes 0.5-3% of the function. The hot line's 2 points lost.
+    # looks the most expensive and takes 0.5-7% of the function. The hot line's 2 points lost.
     "wrong_line": {
         "hot_line": '''
 hot_line = "descending = sorted(totals[shop].tolist(), reverse=True)"
+''',
+    },
+    # Shares read from tottime instead of cumtime: the matrix product (an operator, no call)
+    # keeps its time as its own, rank_products passes its to list.index. The "hotspot" is then
+    # bought_together, the wrong stage: no point for the shares, none for the name.
+    "tottime_shares": {
+        "profiles": '''
+with timing.limit_threads(1):
+    sales_report_slow(*make_sales(50_000, seed=0))
+    tables = [profiling.profile(sales_report_slow, *make_sales(50_000, seed=seed)) for seed in (1, 2, 3)]
+own = [dict(zip(table["function"], table["tottime"])) for table in tables]
+whole = sum(dict(zip(table["function"], table["cumtime"]))["sales_report_slow"] for table in tables)
+stage_shares = {stage: sum(times[stage] for times in own) / whole for stage in STAGES}
+''',
+    },
+    # No profile: shares typed as the code reads (the loops look guilty, the sort looks
+    # dear) with the right hotspot guessed. The shares lose their 2 points; the name, the
+    # largest of them and the grader's top, keeps its one.
+    "guessed_shares": {
+        "profiles": '''
+stage_shares = {"valid_lines": 0.05, "line_revenue": 0.05, "daily_revenue": 0.3,
+                "product_totals": 0.05, "rank_products": 0.4, "bought_together": 0.15}
+''',
+    },
+    # The hot line's time copied in milliseconds from a report printed with
+    # output_unit=1e-3: a thousand times the grader's seconds, both points lost.
+    "ms_line": {
+        "line_profile": '''
+from line_profiler import LineProfiler
+
+lp = LineProfiler()
+lp.add_function(rank_products)
+with timing.limit_threads(1):
+    lp.runcall(sales_report_slow, *make_sales(50_000, seed=4))
+lp.print_stats(output_unit=1e-3)
+stats = lp.get_stats()
+hot_line_seconds = max(ticks for entries in stats.timings.values() for _, _, ticks in entries) * stats.unit * 1e3
+''',
+    },
+    # The quiz answered from the options' form alone (the longest option): no point.
+    "form_only": {
+        "quiz": '''
+q1 = "c"
+q2 = "b"
+q3 = "c"
 ''',
     },
 }
 
 EXPECT = {
     "rank_astype": {"total": "full"},
-    # totals are of the 20 automatic points (the written explanation is marked by hand)
-    "decoy_named": {"test_hotspot": 0, "test_hot_line": 2, "performance": "full", "total": 16},
-    "second_named": {"test_hotspot": 0, "test_hot_line": 2, "performance": "full", "total": 16},
-    "wrong_line": {"test_hotspot": 4, "test_hot_line": 0, "performance": "full", "total": 18},
+    # totals are of the 16 automatic points (the written explanations are marked by hand)
+    "decoy_named": {"test_stage_shares": 2, "test_hotspot": 0, "test_hot_line": 2, "performance": "full",
+                    "total": 15},
+    "second_named": {"test_stage_shares": 2, "test_hotspot": 0, "test_hot_line": 2, "performance": "full",
+                     "total": 15},
+    "wrong_line": {"test_hotspot": 1, "test_hot_line": 0, "performance": "full", "total": 14},
+    "tottime_shares": {"test_stage_shares": 0, "test_hotspot": 0, "test_hot_line": 2, "performance": "full",
+                       "total": 13},
+    "guessed_shares": {"test_stage_shares": 0, "test_hotspot": 1, "performance": "full", "total": 14},
+    "ms_line": {"test_hot_line": 0, "total": 14},
+    "form_only": {"test_q1": 0, "test_q2": 0, "test_q3": 0, "total": 13},
 }

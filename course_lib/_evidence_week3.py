@@ -1,0 +1,240 @@
+"""Week 3's graded evidence: a student's doubling table against the grader's own measurement.
+
+Private to the hidden tests of ``solutions/week3``. The student measures how a function's
+time grows (a table from :func:`course_lib.complexity.doubling` and the exponent fitted to
+it); the hidden test measures the same code at the same sizes while grading and compares:
+the table must be well-formed, the exponent must be the one the table gives and agree with
+the grader's within a stated amount, and the table's seconds must agree with the grader's
+within a stated factor. An exponent typed from theory fails the first check, a table of
+another function the second, seconds typed in or in other units the third.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["doubling_sizes", "grader_exponent", "grader_speedup", "growth_checks", "implied_speedup",
+           "largest_seconds", "within_factor"]
+
+# scaling_points' band, read back as an exponent (see grader_exponent): points are rounded
+# to 0.01, so 300 points over a band of 3 resolve the exponent to 1e-4.
+_LOW, _HIGH, _SCALE = 0.25, 3.25, 300.0
+# speedup_points' band, read back as a speed-up (see grader_speedup): 100 points over a
+# factor of 1,000 resolve it to 0.07%.
+_SLOWEST, _FASTEST, _SPEED_SCALE = 0.1, 100.0, 100.0
+
+
+def doubling_sizes(table: Any, smallest: int, largest: int) -> list[int] | None:
+    """The sizes of a student's doubling table, or None when they break the task's rules.
+
+    The rules: a :class:`pandas.DataFrame` with columns ``n`` and ``seconds``, at least four
+    rows, each ``n`` twice the one before, all between ``smallest`` and ``largest``.
+
+    Examples
+    --------
+    >>> doubling_sizes(pd.DataFrame({"n": [500, 1000, 2000, 4000], "seconds": [1, 4, 16, 64]}),
+    ...                500, 8000)
+    [500, 1000, 2000, 4000]
+    >>> doubling_sizes(pd.DataFrame({"n": [500, 1000, 3000, 4000], "seconds": [1, 4, 16, 64]}),
+    ...                500, 8000) is None
+    True
+    """
+    if type(table) is not pd.DataFrame or not {"n", "seconds"} <= set(table.columns) or len(table) < 4:
+        return None
+    try:
+        sizes = [int(n) for n in table["n"].tolist()]
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if sizes != [float(n) for n in table["n"].tolist()]:
+        return None  # a size of 1000.5 names is not a size
+    doubled = all(later == 2 * earlier for earlier, later in zip(sizes, sizes[1:]))
+    return sizes if doubled and smallest <= sizes[0] and sizes[-1] <= largest else None
+
+
+def grader_exponent(fn: Callable[[Any], Any], make_input: Callable[[int], Any], sizes: Sequence[int],
+                    budget: float = 0.2) -> float:
+    """The growth exponent the grader fits to ``fn``'s CPU time over ``sizes``.
+
+    Read through :func:`course_lib.grading.scaling_points`, the one public measurement that
+    times a student's function by CPU time both in the kernel and, outside it, in the
+    student worker (the verifier replaces it there, so it is looked up when called). Its
+    points are linear in the fitted exponent between ``full_at + margin`` and
+    ``zero_at + margin``: with no margin and a wide band they give the exponent back.
+    Exponents outside [0.25, 3.25] come back as the nearer end.
+
+    Examples
+    --------
+    Sorting grows like n log n, a slope a little above 1 (it measures for a few seconds):
+
+    >>> slope = grader_exponent(sorted, lambda n: list(np.random.default_rng().random(n)),
+    ...                         [100_000, 200_000, 400_000])  # doctest: +SKIP
+    >>> 0.8 < slope < 1.5  # doctest: +SKIP
+    True
+    """
+    from course_lib import grading
+
+    points = grading.scaling_points(fn, make_input, sizes, full_at=_LOW, zero_at=_HIGH, points=_SCALE,
+                                    budget=budget, margin=0.0)
+    return _HIGH - (points / _SCALE) * (_HIGH - _LOW)
+
+
+def grader_speedup(candidate: Callable[..., Any], baseline: Callable[..., Any],
+                   make_args: Callable[[], tuple], budget: float = 0.3) -> float:
+    """The speed-up of ``candidate`` over ``baseline`` the grader measures, on fresh inputs.
+
+    Read through :func:`course_lib.grading.speedup_points`, which times the two side by
+    side (in the kernel: interleaved rounds in one process; outside it: the student's
+    calls in the student worker, each batch's time less its waits for a core), so a busy
+    machine cancels out of the ratio. Its points are linear in ``log(speed-up)`` between
+    ``zero_at`` and ``full_at``: with no margin and a wide band they give the speed-up
+    back. Speed-ups outside [0.1, 100] come back as the nearer end. As in any speed test,
+    a candidate whose results differ from the baseline's raises
+    :class:`course_lib.grading.GradingError` before anything is timed. The top of the band
+    is a reading range, not a threshold a student must reach, so the 1 ms rule that
+    refuses microsecond verdicts is applied at 0.1 ms here: a baseline of 10 ms or more
+    is read (give inputs on which every candidate takes milliseconds).
+
+    Examples
+    --------
+    A baseline doing the same sort three times (it measures for a few seconds):
+
+    >>> def once(values):
+    ...     return sorted(values)
+    >>> def thrice(values):
+    ...     return [sorted(values) for _ in range(3)][0]
+    >>> ratio = grader_speedup(once, thrice, lambda: (np.random.default_rng().random(300_000).tolist(),),
+    ...                        budget=0.2)  # doctest: +SKIP
+    >>> 2 < ratio < 4  # doctest: +SKIP
+    True
+    """
+    from course_lib import grading
+
+    points = grading.speedup_points(candidate, baseline, make_args, full_at=_FASTEST, zero_at=_SLOWEST,
+                                    points=_SPEED_SCALE, budget=budget, margin=0.0, min_call_seconds=1e-4)
+    return _SLOWEST * (_FASTEST / _SLOWEST) ** (points / _SPEED_SCALE)
+
+
+def implied_speedup(slow_table: Any, fast_table: Any, n: int) -> float:
+    """The speed-up at ``n`` that two doubling tables imply: the ratio of their fitted lines.
+
+    Each table's ``(log n, log seconds)`` line is fitted by least squares and read at
+    ``n`` (within or beyond the table's sizes); NaN when either table has no sizes or no
+    positive seconds.
+
+    Examples
+    --------
+    >>> slow = pd.DataFrame({"n": [1000, 2000, 4000], "seconds": [0.004, 0.016, 0.064]})
+    >>> fast = pd.DataFrame({"n": [2000, 4000, 8000], "seconds": [0.002, 0.004, 0.008]})
+    >>> round(implied_speedup(slow, fast, 8000), 6)     # 0.256 s against 0.008 s
+    32.0
+    """
+    lines = [_fitted_line(table) for table in (slow_table, fast_table)]
+    if any(line is None for line in lines):
+        return math.nan
+    (slope_s, icpt_s), (slope_f, icpt_f) = lines
+    return float(10 ** ((icpt_s - icpt_f) + (slope_s - slope_f) * math.log10(n)))
+
+
+def growth_checks(table: Any, exponent: Any, names: tuple[str, str], grader_slope: float,
+                  smallest: int, largest: int, slack: float = 0.3) -> dict[str, bool]:
+    """Each check of a student's doubling table and exponent, by what it checks: True if it holds.
+
+    Parameters
+    ----------
+    table, exponent
+        The student's doubling table and the exponent they fitted to it.
+    names : (str, str)
+        What the notebook calls them, for the checks' wording.
+    grader_slope : float
+        The grader's own exponent for the same code at the same sizes (NaN when the
+        table's sizes broke the rules and nothing was measured).
+    smallest, largest : int
+        The sizes allowed.
+    slack : float, default 0.3
+        How far the exponent may be from the grader's.
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"n": [500, 1000, 2000, 4000], "seconds": [0.001, 0.004, 0.016, 0.064]})
+    >>> checks = growth_checks(table, 2.0, ("t", "k"), grader_slope=1.9, smallest=500, largest=8000)
+    >>> all(checks.values())
+    True
+    >>> checks = growth_checks(table, 1.0, ("t", "k"), 1.9, 500, 8000)
+    >>> [check for check, holds in checks.items() if not holds]
+    ['k is the slope fitted to t (within 0.02)', "k is within 0.3 of the grader's exponent (1.90)"]
+    """
+    table_name, exponent_name = names
+    sizes = doubling_sizes(table, smallest, largest)
+    seconds = _positive_seconds(table) if sizes else None
+    slope = _number(exponent)
+    fitted = math.nan
+    if seconds is not None:
+        fitted = float(np.polyfit(np.log10(sizes), np.log10(seconds), 1)[0])
+    return {
+        f"{table_name} has columns n and seconds, at least four sizes, each twice the one before, "
+        f"from {smallest:,} to {largest:,} names": sizes is not None,
+        f"{table_name}'s seconds are positive numbers": seconds is not None,
+        f"{exponent_name} is the slope fitted to {table_name} (within 0.02)": abs(slope - fitted) <= 0.02,
+        f"{exponent_name} is within {slack:g} of the grader's exponent ({grader_slope:.2f})":
+            abs(slope - grader_slope) <= slack,
+    }
+
+
+def largest_seconds(table: Any) -> float:
+    """Seconds per call at a doubling table's last (largest) size, or NaN if it has none.
+
+    Examples
+    --------
+    >>> largest_seconds(pd.DataFrame({"n": [1000, 2000], "seconds": [0.5, 1.5]}))
+    1.5
+    >>> largest_seconds("not a table")
+    nan
+    """
+    seconds = _positive_seconds(table) if type(table) is pd.DataFrame and len(table) else None
+    return seconds[-1] if seconds else math.nan
+
+
+def within_factor(yours: float, graders: float, factor: float) -> bool:
+    """Whether ``yours`` is within ``factor`` of ``graders``, either way (False for NaN or 0).
+
+    Examples
+    --------
+    >>> within_factor(0.3, 1.0, 4), within_factor(0.2, 1.0, 4), within_factor(float("nan"), 1.0, 4)
+    (True, False, False)
+    """
+    ratio = yours / graders if graders > 0 else math.nan
+    return bool(1 / factor <= ratio <= factor)
+
+
+def _fitted_line(table: Any) -> tuple[float, float] | None:
+    """(slope, intercept) of a table's log-log line, or None without two positive sizes."""
+    if type(table) is not pd.DataFrame or "n" not in table.columns or len(table) < 2:
+        return None
+    seconds = _positive_seconds(table)
+    try:
+        sizes = [float(n) for n in table["n"].tolist()]
+    except (AttributeError, TypeError, ValueError):
+        return None
+    if seconds is None or not all(math.isfinite(n) and n > 0 for n in sizes) or len(set(sizes)) < 2:
+        return None
+    slope, intercept = np.polyfit(np.log10(sizes), np.log10(seconds), 1)
+    return float(slope), float(intercept)
+
+
+def _positive_seconds(table: pd.DataFrame) -> list[float] | None:
+    try:
+        seconds = [float(s) for s in table["seconds"].tolist()]
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None
+    return seconds if all(math.isfinite(s) and s > 0 for s in seconds) else None
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return math.nan
+    return float(value)
