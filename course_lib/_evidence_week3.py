@@ -21,13 +21,6 @@ import pandas as pd
 __all__ = ["doubling_sizes", "grader_exponent", "grader_speedup", "growth_checks", "implied_speedup",
            "largest_seconds", "within_factor"]
 
-# scaling_points' band, read back as an exponent (see grader_exponent): points are rounded
-# to 0.01, so 300 points over a band of 3 resolve the exponent to 1e-4.
-_LOW, _HIGH, _SCALE = 0.25, 3.25, 300.0
-# speedup_points' band, read back as a speed-up (see grader_speedup): 100 points over a
-# factor of 1,000 resolve it to 0.07%.
-_SLOWEST, _FASTEST, _SPEED_SCALE = 0.1, 100.0, 100.0
-
 
 def doubling_sizes(table: Any, smallest: int, largest: int) -> list[int] | None:
     """The sizes of a student's doubling table, or None when they break the task's rules.
@@ -60,12 +53,8 @@ def grader_exponent(fn: Callable[[Any], Any], make_input: Callable[[int], Any], 
                     budget: float = 0.2) -> float:
     """The growth exponent the grader fits to ``fn``'s CPU time over ``sizes``.
 
-    Read through :func:`course_lib.grading.scaling_points`, the one public measurement that
-    times a student's function by CPU time both in the kernel and, outside it, in the
-    student worker (the verifier replaces it there, so it is looked up when called). Its
-    points are linear in the fitted exponent between ``full_at + margin`` and
-    ``zero_at + margin``: with no margin and a wide band they give the exponent back.
-    Exponents outside [0.25, 3.25] come back as the nearer end.
+    :func:`course_lib.grading.measured_exponent`, looked up when called: outside the kernel
+    the verifier replaces it, and times ``fn`` in the student worker.
 
     Examples
     --------
@@ -78,26 +67,18 @@ def grader_exponent(fn: Callable[[Any], Any], make_input: Callable[[int], Any], 
     """
     from course_lib import grading
 
-    points = grading.scaling_points(fn, make_input, sizes, full_at=_LOW, zero_at=_HIGH, points=_SCALE,
-                                    budget=budget, margin=0.0)
-    return _HIGH - (points / _SCALE) * (_HIGH - _LOW)
+    return grading.measured_exponent(fn, make_input, sizes, budget)
 
 
 def grader_speedup(candidate: Callable[..., Any], baseline: Callable[..., Any],
                    make_args: Callable[[], tuple], budget: float = 0.3) -> float:
     """The speed-up of ``candidate`` over ``baseline`` the grader measures, on fresh inputs.
 
-    Read through :func:`course_lib.grading.speedup_points`, which times the two side by
-    side (in the kernel: interleaved rounds in one process; outside it: the student's
-    calls in the student worker, each batch's time less its waits for a core), so a busy
-    machine cancels out of the ratio. Its points are linear in ``log(speed-up)`` between
-    ``zero_at`` and ``full_at``: with no margin and a wide band they give the speed-up
-    back. Speed-ups outside [0.1, 100] come back as the nearer end. As in any speed test,
-    a candidate whose results differ from the baseline's raises
-    :class:`course_lib.grading.GradingError` before anything is timed. The top of the band
-    is a reading range, not a threshold a student must reach, so the 1 ms rule that
-    refuses microsecond verdicts is applied at 0.1 ms here: a baseline of 10 ms or more
-    is read (give inputs on which every candidate takes milliseconds).
+    :func:`course_lib.grading.measured_speedup`, looked up when called (outside the kernel
+    the verifier replaces it): side by side, a busy machine cancelling out of the ratio, and
+    a candidate whose results differ from the baseline's raising
+    :class:`course_lib.grading.GradingError` before anything is timed. Calls of 0.1 ms or
+    more are timed (give inputs on which every candidate takes milliseconds).
 
     Examples
     --------
@@ -114,9 +95,7 @@ def grader_speedup(candidate: Callable[..., Any], baseline: Callable[..., Any],
     """
     from course_lib import grading
 
-    points = grading.speedup_points(candidate, baseline, make_args, full_at=_FASTEST, zero_at=_SLOWEST,
-                                    points=_SPEED_SCALE, budget=budget, margin=0.0, min_call_seconds=1e-4)
-    return _SLOWEST * (_FASTEST / _SLOWEST) ** (points / _SPEED_SCALE)
+    return grading.measured_speedup(candidate, baseline, make_args, budget, min_call_seconds=1e-4)
 
 
 def implied_speedup(slow_table: Any, fast_table: Any, n: int) -> float:

@@ -125,6 +125,8 @@ __all__ = [
     "scaling_points",
     "warm_call_seconds",
     "first_call_seconds",
+    "measured_speedup",
+    "measured_exponent",
 ]
 
 
@@ -965,6 +967,70 @@ def scaling_points(
     with _grading_session():
         fit, _ = _fitted_exponent(fn, make_input, sizes, budget, min_call_seconds)
     return _exponent_points(fit.slope, full_at, zero_at, points, margin)
+
+
+def measured_speedup(
+    candidate: Callable[..., Any],
+    baseline: Callable[..., Any],
+    make_args: Callable[[], tuple[Any, ...]],
+    budget: float = 1.0,
+    *,
+    rtol: float = 1e-9,
+    atol: float = 0.0,
+    min_call_seconds: float = 1e-3,
+    checks: int = 3,
+    threads: int = 1,
+) -> float:
+    """The speed-up of ``candidate`` over ``baseline`` as the grader measures it, as a number.
+
+    For a test that checks a figure the student measured (a speed-up their own tables
+    imply) against the grader's reading of the same code: measured exactly as
+    :func:`speedup_points` measures (correctness first, on fresh inputs; then side by side),
+    and refused the same way when the calls are too short to time (``min_call_seconds``
+    applies to the candidate's own calls here: there is no threshold). Outside the kernel
+    the verifier measures it in the student worker, as for every speed cell.
+
+    Examples
+    --------
+    >>> import random
+    >>> make_args = lambda: ([random.random() for _ in range(5)],)
+    >>> measured_speedup(sorted, sorted, make_args, budget=0.05)
+    Traceback (most recent call last):
+        ...
+    course_lib.grading.UnreliableMeasurement: Unreliable measurement ...
+    """
+    settings = _speed_settings(budget, 0.0, min_call_seconds, checks, None, None, rtol, atol, threads)
+    with _grading_session():
+        return float(_measure_speedup(candidate, baseline, make_args, settings, fastest=1.0,
+                                      decision=_Decision()).ratio)
+
+
+def measured_exponent(fn: Callable[[Any], Any], make_input: Callable[[int], Any], sizes: Sequence[int],
+                      budget: float = 0.2, *, min_call_seconds: float = 1e-3) -> float:
+    """The growth exponent of ``fn``'s CPU time over ``sizes`` as the grader fits it, as a number.
+
+    For a test that checks a student's own doubling table or exponent against the
+    grader's reading of the same code: fitted exactly as :func:`scaling_points` fits it
+    (sizes in turn, fresh inputs, CPU time cross-checked against independent clocks).
+    Outside the kernel the verifier times it in the student worker.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> slope = measured_exponent(lambda x: np.sort(x), lambda n: np.random.default_rng().random(n),
+    ...                           [200_000, 400_000, 800_000])  # doctest: +SKIP
+    >>> 0.8 < slope < 1.4  # doctest: +SKIP
+    True
+    """
+    for obj, name in ((fn, "fn"), (make_input, "make_input")):
+        if not callable(obj):
+            raise TypeError(f"{name} must be a function, got {type(obj).__name__}")
+    sizes = _check_sizes(sizes)
+    _check_number(budget, "budget", positive=True)
+    _check_number(min_call_seconds, "min_call_seconds", positive=True)
+    with _grading_session():
+        fit, _ = _fitted_exponent(fn, make_input, sizes, budget, min_call_seconds)
+    return float(fit.slope)
 
 
 # ---------------------------------------------------------------------------
@@ -1816,8 +1882,8 @@ class _Decision:
     margin: float = 0.1
 
     def spread(self, low: float, high: float) -> float:
-        """Points between the interval's two ends (0 for a pass/fail check)."""
-        if self.passes_at is not None:
+        """Points between the interval's two ends (0 for a pass/fail check or a bare measurement)."""
+        if self.passes_at is not None or not self.points:
             return 0.0
         return (_points_for(high, self.full_at, self.zero_at, self.points, self.margin)
                 - _points_for(low, self.full_at, self.zero_at, self.points, self.margin))

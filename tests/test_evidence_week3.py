@@ -70,13 +70,10 @@ def test_seconds_within_a_factor(yours, graders, holds):
     assert evidence.within_factor(yours, graders, 4) is holds
 
 
-@pytest.mark.parametrize("slope", [0.5, 1.0, 1.07, 1.5, 1.93, 2.0, 3.0])
-def test_the_exponent_is_read_back_from_scaling_points_exactly(monkeypatch, slope):
-    def scaling_points(fn, make_input, sizes, full_at, zero_at, points, *, budget, margin):
-        return grading._exponent_points(slope, full_at, zero_at, points, margin)
-
-    monkeypatch.setattr(grading, "scaling_points", scaling_points)
-    assert evidence.grader_exponent(sorted, list, [1, 2, 4]) == pytest.approx(slope, abs=1e-3)
+def test_the_grader_exponent_is_the_public_measurement_the_verifier_replaces(monkeypatch):
+    # Looked up when called: outside the kernel the verifier's measured_exponent answers.
+    monkeypatch.setattr(grading, "measured_exponent", lambda fn, make_input, sizes, budget: 1.93)
+    assert evidence.grader_exponent(sorted, list, [1, 2, 4]) == 1.93
 
 
 def test_the_grader_exponent_tells_quadratic_from_linear_work():
@@ -98,14 +95,9 @@ def test_the_grader_exponent_tells_quadratic_from_linear_work():
     assert abs(complexity.exponent(table).slope - quadratic) < 0.3
 
 
-@pytest.mark.parametrize("ratio", [0.2, 0.66, 1.0, 9.3, 45.0, 99.0])
-def test_the_speedup_is_read_back_from_speedup_points_exactly(monkeypatch, ratio):
-    def speedup_points(candidate, baseline, make_args, full_at, zero_at, points, budget, *, margin,
-                       min_call_seconds):
-        return grading._points_for(ratio, full_at, zero_at, points, margin)
-
-    monkeypatch.setattr(grading, "speedup_points", speedup_points)
-    assert evidence.grader_speedup(sorted, sorted, lambda: ([1],)) == pytest.approx(ratio, rel=1e-3)
+def test_the_grader_speedup_is_the_public_measurement_the_verifier_replaces(monkeypatch):
+    monkeypatch.setattr(grading, "measured_speedup", lambda *a, **k: 45.0)
+    assert evidence.grader_speedup(sorted, sorted, lambda: ([1],)) == 45.0
 
 
 def test_the_grader_speedup_measures_a_fourfold_baseline():

@@ -125,6 +125,29 @@ def test_a_reading_is_decided_when_its_ends_earn_nearly_the_same_points(low, hig
     assert grading._Decision(passes_at=9.0).undecided(8.0, 10.0) and not grading._Decision(passes_at=9.0).undecided(9.5, 12)
 
 
+MEASURED_TEST = """\
+from course_lib.grading import measured_exponent, measured_speedup
+
+
+def _scan(catalogue, queries):
+    return sum(1 for q in queries if q in catalogue)
+
+
+_ratio = measured_speedup(count_known, _scan, make_args=lambda: make_case(), budget=0.3)
+_slope = measured_exponent(count_all, lambda n: make_case(n)[1], [100_000, 200_000, 400_000])
+assert _ratio > 3 and 0.6 < _slope < 1.4, (_ratio, _slope)
+"""
+
+
+def test_bare_measurements_are_taken_outside_the_kernel_too(tmp_path):
+    # measured_speedup and measured_exponent, for tests that check a student's own figures:
+    # outside the kernel the student's function runs in the worker, timed as every speed cell.
+    answer = FAST + "\n\ndef count_all(queries):\n    return count_known(list(range(300)), queries)\n"
+    verdict = _verify(tmp_path, answer, MEASURED_TEST, grade_id="test_figures_speed", points=1, reference=answer)
+    assert verdict.conclusive and verdict.score == 1, verdict.detail
+    assert "measured outside your kernel" in verdict.detail and "exponent" in verdict.detail
+
+
 def test_fast_answer_passes_with_the_measured_ratio(tmp_path):
     verdict = _verify(tmp_path, FAST)
     assert verdict.conclusive and verdict.score == 3

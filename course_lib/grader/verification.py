@@ -1165,6 +1165,29 @@ def _install_remote_helpers() -> None:
     warm_call_seconds.__doc__ = real_warm.__doc__
     grading.warm_call_seconds = warm_call_seconds
 
+    real_speedup, real_exponent = grading.measured_speedup, grading.measured_exponent
+
+    def measured_speedup(candidate, baseline, make_args, budget=1.0, *, rtol=1e-9, atol=0.0,
+                         min_call_seconds=1e-3, checks=3, threads=1):
+        if not isinstance(candidate, _Remote):
+            return real_speedup(candidate, baseline, make_args, budget, rtol=rtol, atol=atol,
+                                min_call_seconds=min_call_seconds, checks=checks, threads=threads)
+        settings = grading._speed_settings(budget, 0.0, min_call_seconds, checks, None, None, rtol, atol, threads)
+        measured = _remote_speedup(candidate, baseline, make_args, settings, 1.0, grading._Decision())
+        _MEASUREMENTS.append(measured.describe())
+        return float(measured.ratio)
+
+    def measured_exponent(fn, make_input, sizes, budget=0.2, *, min_call_seconds=1e-3):
+        if not isinstance(fn, _Remote):
+            return real_exponent(fn, make_input, sizes, budget, min_call_seconds=min_call_seconds)
+        fit, measured = _remote_exponent(fn, make_input, sizes, budget, min_call_seconds)
+        _MEASUREMENTS.append(measured)
+        return float(fit.slope)
+
+    for name, fn in (("measured_speedup", measured_speedup), ("measured_exponent", measured_exponent)):
+        fn.__doc__ = getattr(grading, name).__doc__
+        setattr(grading, name, fn)
+
     real_first = grading.first_call_seconds
 
     def first_call_seconds(fn, args, calls=5):
