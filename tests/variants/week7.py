@@ -291,9 +291,8 @@ def estimate(seed, n_tasks, n_scenarios, workers=1):
         "crossover": '''
 crossover_table = {}
 for n in [25, 100, 400, 1_600, 6_400, 12_800]:
-    run = timing.compare(lambda seed: overtime(seed, CROSSOVER_TASKS, n, POOL_WORKERS),
-                         lambda seed: overtime(seed, CROSSOVER_TASKS, n, 1),
-                         make_args=lambda: (fresh_seed(),), budget=0.3)
+    run = timing.compare(lambda: overtime(CROSSOVER_TASKS, n, POOL_WORKERS),
+                         lambda: overtime(CROSSOVER_TASKS, n, 1), budget=0.3)
     crossover_table[n] = run.ratio
 _sizes = sorted(crossover_table)
 crossover_size = next((n for n in _sizes if all(crossover_table[m] > 1 for m in _sizes if m >= n)), None)
