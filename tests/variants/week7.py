@@ -5,12 +5,43 @@ source that replaces it; answer cells not named keep the reference solution. Tas
 two things: the array code (``test_vectorised_speed``: one worker against the slow version)
 and the parallel work (``test_parallel_speed``: all the grading worker's cores against the
 submission's own one-worker run, with at least 1.25 working threads or processes at once).
-Task 4 grades the crossover (``test_crossover``: the student's table and crossover against the
-grader's own measurement of the provided ``overtime`` runs), Task 5 a ``prange`` count
-(``test_prange_visible``, ``test_prange_hidden``: identical to the serial count on fresh
-inputs and on several threads; ``test_prange_speed``: its loop really shared among the
-threads, at least 1.25 of them at work at once on average, measured outside the kernel as
-every performance cell is).
+Task 5 grades the crossover (``test_crossover``: the student's table and crossover against the
+grader's own measurement of the provided ``overtime`` runs), Task 6 a ``prange`` count
+(``test_prange_hidden``: identical to the serial count on fresh inputs and on several threads;
+``test_prange_speed``: its loop really shared among the threads, at least 1.25 of them at work
+at once on average, measured outside the kernel as every performance cell is).
+Task 4 grades the student's speed-up curve (``test_curve``: one ``Comparison`` per worker count
+of ``CURVE_WORKERS`` above 1, held to the grader's own readings of the same ``estimate``), Task 7
+two questions.
+"""
+
+import re
+from pathlib import Path
+
+import nbformat
+
+_SOLUTION = Path(__file__).resolve().parents[2] / "solutions" / "week7" / "week7.ipynb"
+
+
+def _longest_options() -> str:
+    """The answer cell of a student who picks the longest option of every question (a form tell)."""
+    text = "\n".join(c.source for c in nbformat.read(_SOLUTION, as_version=4).cells
+                     if c.cell_type == "markdown" and "**Question" in c.source)
+    picks = []
+    for block in re.split(r"\*\*Question \d+\.\*\*", text)[1:]:
+        options = dict(re.findall(r"^- \(([a-z])\) (.*)$", block, flags=re.MULTILINE))
+        picks.append(max(options, key=lambda letter: len(options[letter])))
+    return "\n".join(f'q{n} = "{letter}"' for n, letter in enumerate(picks, 1))
+
+
+# Task 4's measurement, as the reference writes it, with the sizes and counts a student might
+# get wrong left as parameters.
+_CURVE = """
+speedup_curve = {{}}
+for w in {counts}:
+    speedup_curve[w] = timing.compare(lambda seed: estimate(seed, SPEED_TASKS, {size}, 1),
+                                      lambda seed: estimate(seed, SPEED_TASKS, {size}, w),
+                                      make_args=lambda: (fresh_seed(),), budget=0.5)
 """
 
 VARIANTS = {
@@ -260,38 +291,69 @@ def estimate(seed, n_tasks, n_scenarios, workers=1):
         "crossover": '''
 crossover_table = {}
 for n in [25, 100, 400, 1_600, 6_400, 12_800]:
-    run = timing.compare(lambda seed: overtime(seed, CROSSOVER_TASKS, n, POOL_WORKERS),
-                         lambda seed: overtime(seed, CROSSOVER_TASKS, n, 1),
-                         make_args=lambda: (fresh_seed(),), budget=0.3)
+    run = timing.compare(lambda: overtime(CROSSOVER_TASKS, n, POOL_WORKERS),
+                         lambda: overtime(CROSSOVER_TASKS, n, 1), budget=0.3)
     crossover_table[n] = run.ratio
 _sizes = sorted(crossover_table)
 crossover_size = next((n for n in _sizes if all(crossover_table[m] > 1 for m in _sizes if m >= n)), None)
 ''',
     },
+    # Task 4 with two points: the speed-up on 2 workers only, so the curve is 1 worker and 2,
+    # a line. The hidden test needs every count of CURVE_WORKERS above 1: no curve point.
+    "curve_two_points": {"speedup_curve": _CURVE.format(counts="[2]", size="CURVE_SCENARIOS")},
+    # One measurement, on 2 workers, filed under every count: the counts above the cores were
+    # never measured. Two counts sharing one Comparison earn no curve point.
+    "curve_copied": {"speedup_curve": _CURVE.format(counts="[2]", size="CURVE_SCENARIOS") + """
+speedup_curve = {w: speedup_curve[2] for w in CURVE_WORKERS[1:]}
+"""},
+    # The ideal curve typed in: a speed-up equal to the number of workers, as plain numbers.
+    # Not Comparisons, so nothing to hold to the grader's readings: no curve point.
+    "curve_typed": {"speedup_curve": "speedup_curve = {w: float(w) for w in CURVE_WORKERS[1:]}\n"},
+    # Measured, but on the array test's tasks of 1,200 scenarios instead of CURVE_SCENARIOS:
+    # each call is about 16 times shorter than the grader's one-worker reading, so the point
+    # for timing the right thing is lost; at that size the threads also gain less (0.6x to
+    # 1.0x against 1.4x to 1.9x), which costs curve points whenever the machine leaves the
+    # second core free (on a saturated one both curves sit near 1).
+    "curve_wrong_size": {"speedup_curve": _CURVE.format(counts="CURVE_WORKERS[1:]", size="VECTOR_SCENARIOS")},
+    # The quiz answered from form alone: the longest option of every question. The right
+    # option is never the longest here, so this earns no quiz point (chance would be 1 of 2).
+    "quiz_longest": {"quiz": _longest_options()},
 }
 
+_QUIZ = {"test_q1": "full", "test_q2": "full"}
 _OTHER_CORRECTNESS = {"test_task_visible": "full", "test_task_hidden": "full", "test_estimate_visible": "full",
-                      "test_estimate_hidden": "full", "test_q1": "full", "test_q2": "full", "test_q3": "full"}
+                      "test_estimate_hidden": "full", **_QUIZ}
+_MEASURED = {"test_curve": "full", "test_crossover": "full"}  # the reference's Tasks 4 and 5
 
-# Task 5's parallel point (test_prange_speed) checks the prange count, which `slow` and
-# `wrong` take from the reference: they earn it, their other performance points are 0.
+# Task 6's parallel point (test_prange_speed) checks the prange count, which `slow` and
+# `wrong` take from the reference: they earn it, their other performance points are 0. The
+# curve (test_curve) measures the submission's own estimate: honest measurements of a serial
+# or a process-pool estimate earn it as the reference's do; `slow`'s pure-Python estimate
+# takes seconds a call on tasks of 20,000 scenarios, so its curve cell runs past the 60 s
+# limit and leaves no curve.
 EXPECT = {
-    "slow": {"correctness": "full", "test_vectorised_speed": 0, "test_parallel_speed": 0,
-             "test_prange_speed": "full"},
+    "slow": {**_OTHER_CORRECTNESS, "test_prange_hidden": "full", "test_crossover": "full", "test_curve": 0,
+             "test_vectorised_speed": 0, "test_parallel_speed": 0, "test_prange_speed": "full"},
     "wrong": {"correctness": "less", "test_vectorised_speed": 0, "test_parallel_speed": 0,
-              "test_prange_speed": "full"},
+              "test_prange_speed": "full", **_MEASURED},
     "serial_vectorised": {"correctness": "full", "test_vectorised_speed": "full", "test_parallel_speed": 0},
-    "processes": {"correctness": "full", "test_vectorised_speed": "full", "test_crossover": "full",
-                  "test_prange_speed": "full", "test_parallel_speed": (0, 3)},
-    "racy_prange": {**_OTHER_CORRECTNESS, "test_prange_hidden": 0, "test_prange_visible": (0, 1),
-                    "test_prange_speed": 0, "test_crossover": "full", "test_vectorised_speed": "full",
-                    "test_parallel_speed": "full"},
+    "processes": {**_OTHER_CORRECTNESS, "test_prange_hidden": "full", "test_vectorised_speed": "full",
+                  "test_crossover": "full", "test_curve": (1.5, 3), "test_prange_speed": "full",
+                  "test_parallel_speed": (0, 2)},
+    "racy_prange": {**_OTHER_CORRECTNESS, **_MEASURED, "test_prange_hidden": 0, "test_prange_speed": 0,
+                    "test_vectorised_speed": "full", "test_parallel_speed": "full"},
     "serial_kernel": {"correctness": "full", "test_prange_speed": 0, "test_vectorised_speed": "full",
                       "test_parallel_speed": "full"},
     "spinner_kernel": {"correctness": "full", "test_prange_speed": 0, "test_vectorised_speed": "full",
                        "test_parallel_speed": "full"},
     "spinner_estimate": {"correctness": "full", "test_vectorised_speed": "full", "test_parallel_speed": 0,
                          "test_prange_speed": "full"},
-    "wrong_crossover": {**_OTHER_CORRECTNESS, "test_prange_visible": "full", "test_prange_hidden": "full",
+    "wrong_crossover": {**_OTHER_CORRECTNESS, "test_prange_hidden": "full", "test_curve": "full",
                         "test_prange_speed": "full", "test_crossover": (0, 1.5), "performance": "full"},
+    "curve_two_points": {**_OTHER_CORRECTNESS, "test_crossover": "full", "test_curve": 0, "performance": "full"},
+    "curve_copied": {**_OTHER_CORRECTNESS, "test_crossover": "full", "test_curve": 0, "performance": "full"},
+    "curve_typed": {**_OTHER_CORRECTNESS, "test_crossover": "full", "test_curve": 0, "performance": "full"},
+    "curve_wrong_size": {**_OTHER_CORRECTNESS, "test_crossover": "full", "test_curve": (0, 2),
+                         "performance": "full"},
+    "quiz_longest": {"test_q1": 0, "test_q2": 0, "performance": "full", "test_curve": "full"},
 }

@@ -27,6 +27,7 @@ with other jobs, load average about 5), whole-job speed-up over ``job_slow``: th
 ``strptime``, so it removes most of what dominated, and earns what its speed earns.
 """
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -151,6 +152,33 @@ INVENTED_REPORT = _edited("report", '''    "stages_before": before_sw.seconds,
     "stages_after": {"parse": 0.03, "sessionise": 0.004, "summarise": 0.005, "report": 0.004},''').replace(
     '"speedup": whole_job.ratio,', '"speedup": 125.0,')
 
+# Task 1 answered from the guess: the stage that looks worst, and a stage table typed in to
+# match it. Its total (1.4 s) is near the grader's, its shares are not: no Task 1 point.
+GUESSED_ANSWERS = _edited("answers_task1", "stage_seconds = before_sw.seconds",
+                          'stage_seconds = {"parse": 0.2, "sessionise": 1.1, "summarise": 0.05, "report": 0.05}'
+                          ).replace('dominant_stage = str(before_sw.table()["seconds"].idxmax())  # from the measurement, not a guess',
+                                    'dominant_stage = "sessionise"  # the per-user filter looked worst')
+
+# Task 1 measured, but on a tenth of the night's log to save time. At 4,000 lines from 300
+# users the per-user work outweighs the per-line work: sessionise took 68-74% of the job
+# (three runs, load 8.6), so the measurement names the wrong stage, and its total is a tenth
+# of the grader's: no Task 1 point. (The report, measured on the whole night, is unharmed.)
+SMALL_LOG_ANSWERS = _edited("answers_task1", "before_sw, before_result = run_job(night_log)",
+                            "before_sw, before_result = run_job(make_log(4_000, NIGHT_USERS, seed=1))")
+
+
+def _longest_options() -> dict[str, str]:
+    """Task 1's answers with each question answered by its longest option (a form tell)."""
+    text = "\n".join(c.source for c in nbformat.read(_SOLUTION, as_version=4).cells
+                     if c.cell_type == "markdown" and "**Question" in c.source)
+    source = _reference("answers_task1")
+    for n, block in enumerate(re.split(r"\*\*Question \d+\.\*\*", text)[1:], 1):
+        options = dict(re.findall(r"^- \(([a-z])\) (.*)$", block, flags=re.MULTILINE))
+        longest = max(options, key=lambda letter: len(options[letter]))
+        source = re.sub(rf'^q{n} = "[a-z]"', f'q{n} = "{longest}"', source, flags=re.MULTILINE)
+    return source
+
+
 VARIANTS = {
     "slow": {"job_fast": SLOW_JOB},
     "wrong": {"kernels": WRONG_KERNELS},
@@ -161,14 +189,31 @@ VARIANTS = {
     "liar_identical": {"kernels": WRONG_KERNELS, "report": LIAR_REPORT},
     "liar_timings": {"report": INVENTED_REPORT},
     "numba": {"job_fast": NUMBA_JOB},
+    "guessed": {"answers_task1": GUESSED_ANSWERS},
+    "small_log": {"answers_task1": SMALL_LOG_ANSWERS},
+    "quiz_longest": {"answers_task1": _longest_options()},
 }
 
+# Tasks 1 and 4 hold the student's figures to the grader's own measurements (test_stages_hidden,
+# test_dominant_hidden, test_before_after_hidden); the speed cell is worth 4 points.
 EXPECT = {
     "group_loop": {"correctness": "full", "test_job_speed": 0},
-    "line_loop": {"correctness": "full", "test_job_speed": (3, 6)},
-    "non_dominant": {"test_dominant_hidden": 0, "test_job_speed": (0, 1), "test_report_hidden": "full"},
-    "dominant_only": {"correctness": "full", "test_job_speed": (2.5, 6)},
-    "liar_identical": {"test_report_hidden": 0, "test_job_speed": 0, "test_kernels_hidden": 0},
-    "liar_timings": {"test_report_hidden": 0, "test_job_speed": "full", "test_report_visible": "full"},
+    "line_loop": {"correctness": "full", "test_job_speed": (2, 4)},
+    "non_dominant": {"test_dominant_hidden": 0, "test_stages_hidden": "full", "test_job_speed": (0, 1),
+                     "test_report_hidden": "full", "test_before_after_hidden": "full"},
+    "dominant_only": {"correctness": "full", "test_job_speed": (1.5, 4)},
+    # The report's own figures are honest, so its table point stands; its typed claim does not.
+    "liar_identical": {"test_report_hidden": "full", "test_before_after_hidden": 1, "test_job_speed": 0,
+                       "test_kernels_hidden": 0},
+    # The typed-in stages happen to break the report's own consistency too (amdahl_ceiling is
+    # computed from the measured table): (0, 1) there; the grader's figures refute the rest.
+    "liar_timings": {"test_report_hidden": (0, 1), "test_before_after_hidden": 0, "test_job_speed": "full",
+                     "test_stages_hidden": "full", "test_dominant_hidden": "full"},
     "numba": {"total": "full"},
+    "guessed": {"test_dominant_hidden": 0, "test_stages_hidden": 0, "test_q1": "full", "performance": "full",
+                "test_before_after_hidden": "full"},
+    "small_log": {"test_dominant_hidden": 0, "test_stages_hidden": 0, "performance": "full",
+                  "test_before_after_hidden": "full"},
+    "quiz_longest": {"test_q1": 0, "test_dominant_hidden": "full", "test_stages_hidden": "full",
+                     "performance": "full"},
 }
