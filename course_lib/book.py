@@ -20,7 +20,8 @@ What it does, so that no chapter repeats it:
   module it writes there);
 - checks every figure the page shows (:func:`figure_problems`): each panel titled (or the
   figure), each axis labelled (or its ticks are words). The labels travel with the image
-  in its output metadata (key ``measure_first``), where ``tests/test_book.py`` reads them.
+  in its output's metadata, under the media type :data:`MIME`, where
+  ``tests/test_book.py`` reads them.
 """
 
 from __future__ import annotations
@@ -39,9 +40,10 @@ from typing import Any
 from course_lib import claims
 
 __all__ = ["Page", "setup", "usable_cores", "figure_problems", "figure_labels",
-           "pin", "METADATA_KEY"]
+           "pin", "MIME"]
 
-METADATA_KEY = "measure_first"
+# The media type under which a shown figure's titles and axis labels are recorded.
+MIME = "application/vnd.measure-first.figure+json"
 
 
 @dataclass(frozen=True)
@@ -250,36 +252,38 @@ def _worded(ticks: Any) -> bool:
 
 
 def _check_figures() -> None:
-    """Attach each shown figure's labels to its PNG output (metadata ``measure_first``)."""
+    """Record each figure the page shows with its labels, in its output's metadata.
+
+    A display formatter of its own (media type :data:`MIME`) returns no data, only
+    metadata, so a renderer sees nothing new while the notebook keeps the record beside
+    the PNG. It is registered for ``FigureBase``: activating matplotlib's inline backend
+    removes every formatter's entry for ``Figure`` itself (IPython's
+    ``select_figure_formats``), and lookups follow the class hierarchy.
+    """
     try:
         from IPython import get_ipython
+        from IPython.core.formatters import BaseFormatter
     except ImportError:
         return
     shell = get_ipython()
-    if shell is None:
+    if shell is None or MIME in shell.display_formatter.formatters:
         return
-    from matplotlib.figure import Figure
+    from matplotlib.figure import FigureBase
 
-    formatter = shell.display_formatter.formatters["image/png"]
-    original = formatter.lookup_by_type(Figure) if _has(formatter, Figure) else None
-    if original is None or getattr(original, "_measure_first", False):
-        return
+    class _LabelFormatter(BaseFormatter):
+        format_type = MIME
 
-    def png_with_labels(fig: Any) -> Any:
-        data = original(fig)          # draws the figure: tick labels now exist
-        if data is None:
-            return None
-        labels = figure_labels(fig)
-        labels["problems"] = figure_problems(labels)
-        return data, {METADATA_KEY: labels}
+        def _check_return(self, r: Any, obj: Any) -> Any:
+            return r                                  # (None, labels): metadata only
 
-    png_with_labels._measure_first = True  # type: ignore[attr-defined]
-    formatter.for_type(Figure, png_with_labels)
+    formatter = _LabelFormatter(parent=shell.display_formatter)
+    formatter.for_type(FigureBase, _label_record)
+    shell.display_formatter.formatters[MIME] = formatter
 
 
-def _has(formatter: Any, cls: type) -> bool:
-    try:
-        formatter.lookup_by_type(cls)
-    except KeyError:
-        return False
-    return True
+def _label_record(fig: Any) -> tuple[None, dict[str, Any]] | None:
+    if not fig.get_axes():
+        return None                              # nothing is drawn for an empty figure
+    labels = figure_labels(fig)
+    labels["problems"] = figure_problems(labels)
+    return None, labels

@@ -115,17 +115,21 @@ def plumbing_in_view(notebook: dict[str, Any]) -> list[str]:
 def figure_problems(notebook: dict[str, Any]) -> list[str]:
     """Figures a reader has to guess about: no labels recorded, or labels missing.
 
-    ``course_lib.book.setup`` puts each shown figure's titles and axis labels into its
-    output's metadata (``image/png`` -> ``measure_first``); a figure without that
-    record was drawn on a page that skipped the set-up.
+    ``course_lib.book.setup`` gives each shown figure a record of its titles and axis
+    labels, in the metadata of the output that holds its PNG (under the media type
+    ``course_lib.book.MIME``); a figure without it was drawn on a page that skipped
+    the set-up.
     """
+    from course_lib.book import MIME
+
     found = []
     code = [c for c in notebook.get("cells", []) if c.get("cell_type") == "code"]
     for index, cell in enumerate(code, start=1):
         for output in cell.get("outputs", []):
-            if "image/png" not in output.get("data", {}):
+            data = output.get("data", {})
+            if "image/png" not in data:
                 continue
-            labels = output.get("metadata", {}).get("image/png", {}).get("measure_first")
+            labels = output.get("metadata", {}).get(MIME)
             if labels is None:
                 found.append(f"code cell {index}: a figure with no label record")
                 continue

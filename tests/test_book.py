@@ -468,8 +468,7 @@ def test_the_figure_check_would_catch_an_unlabelled_axis():
     labels = book.figure_labels(fig)
     plt.close(fig)
     png = {"output_type": "display_data", "data": {"image/png": "iVBOR"},
-           "metadata": {"image/png": {"measure_first": {**labels,
-                                                         "problems": book.figure_problems(labels)}}}}
+           "metadata": {book.MIME: {**labels, "problems": book.figure_problems(labels)}}}
     found = figure_problems(_notebook(([], "plot()", [png])))
     assert found == ["code cell 1: panel 2 has no y-axis label"]
     unrecorded = {"output_type": "display_data", "data": {"image/png": "iVBOR"}, "metadata": {}}
