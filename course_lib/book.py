@@ -190,7 +190,11 @@ def figure_labels(fig: Any) -> dict[str, Any]:
         panels.append({
             "title": ax.get_title() or ax.get_title("left") or ax.get_title("right"),
             "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
-            "xticks": _worded(ax.get_xticklabels()), "yticks": _worded(ax.get_yticklabels()),
+            # Bar names label an axis; so does a shared axis whose ticks another panel names.
+            "xticks": any(_worded(a.get_xticklabels())
+                          for a in ax.get_shared_x_axes().get_siblings(ax)),
+            "yticks": any(_worded(a.get_yticklabels())
+                          for a in ax.get_shared_y_axes().get_siblings(ax)),
         })
     return {"title": title, "axes": panels}
 
@@ -270,11 +274,16 @@ def _check_figures() -> None:
         return
     from matplotlib.figure import FigureBase
 
+    from traitlets import ObjectName, Unicode
+
     class _LabelFormatter(BaseFormatter):
-        format_type = MIME
+        format_type = Unicode(MIME)
+        # Only figures: no object has this method, so nothing else gets a record.
+        print_method = ObjectName("_repr_measure_first_figure_labels_")
 
         def _check_return(self, r: Any, obj: Any) -> Any:
-            return r                                  # (None, labels): metadata only
+            # (None, labels): metadata only, no data for a renderer to trip on.
+            return r if r is None or (isinstance(r, tuple) and r[0] is None) else None
 
     formatter = _LabelFormatter(parent=shell.display_formatter)
     formatter.for_type(FigureBase, _label_record)
