@@ -95,7 +95,8 @@ def build(size: str, busy: int, keep: Path | None = None) -> dict:
                                    "--path-output", str(out)], cwd=ROOT, env=env,
                                   capture_output=True, text=True)
             seconds = time.perf_counter() - started
-        output = done.stdout + done.stderr
+        # Sphinx colours its log: drop the escape codes before reading it.
+        output = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)
         warnings = [line for line in output.splitlines()
                     if re.search(r"WARNING:|ERROR:|CRITICAL:", line) and "IPKernelApp" not in line
                     and not line.startswith("ERROR:tornado.general:")]
@@ -105,6 +106,7 @@ def build(size: str, busy: int, keep: Path | None = None) -> dict:
             target = keep / ("busy" if busy else "quiet")
             shutil.rmtree(target, ignore_errors=True)
             shutil.copytree(out / "_build", target)
+            (target / "build.log").write_text(output, encoding="utf-8")
         return {"size": size, "condition": condition, "seconds": seconds,
                 "returncode": done.returncode, "load_before": load_before, "load_after": os.getloadavg()[0],
                 "claims": claims_per_chapter(out / "_build" / "jupyter_execute"),
