@@ -27,6 +27,26 @@ When a claim does not hold
     that into a failed build, and ``show_tb: true`` puts the claim's name and sentence
     in the build log beside the page's name.
 
+When a claim cannot be tested here
+    some sentences need something this machine may lack: a free second core, a GPU, a
+    tool that may not run. Such a claim takes ``applies=`` (whether the build can test
+    it) and two passages, ``shown=`` (the paragraph when it held) and ``otherwise=``
+    (the honest paragraph for a machine where it could not be tested), both
+    ``str.format`` templates over the claim's figures. :func:`claim` puts the one that
+    fits under the claim's own name, and the page shows it with a ``{glue:md}``
+    directive, so a skipped claim never leaves its paragraph standing::
+
+        claims.claim("pool_wins", low > 1, "the pool beats the loop", applies=free,
+                     shown="The pool ran {ratio:.2f} times as fast ...",
+                     otherwise="No second core was free ... ({ratio:.2f}x)", ratio=r)
+
+    A paragraph that depends on an outcome in more ways than held-or-skipped is chosen
+    in the cell and handed over with :func:`passage`.
+
+Every claim also records its status (``name__claim``: ``{"status": "held" | "skipped" |
+"failed", "skippable": bool}``), which ``tests/test_book.py`` reads to check that no
+skippable claim's figures are quoted outside its passage.
+
 Thread pools
     a timing that involves BLAS (NumPy's ``@``, ``np.dot``) or Numba must not depend on
     how many threads those libraries start on a busy machine. :func:`begin` pins both
@@ -37,6 +57,7 @@ from __future__ import annotations
 
 import contextlib
 import html
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -52,6 +73,8 @@ __all__ = [
     "strict",
     "record",
     "claim",
+    "passage",
+    "STATUS_SUFFIX",
     "begin",
     "pin_threads",
     "single_threaded",
@@ -60,6 +83,8 @@ __all__ = [
 SIZES = ("small", "full")
 SIZE_VARIABLE = "MEASURE_FIRST_SIZE"
 STRICT_VARIABLE = "MEASURE_FIRST_STRICT"
+# A claim's status is recorded as ``<name>__claim``; figures may not start with "_".
+STATUS_SUFFIX = "__claim"
 
 
 class ClaimFailed(AssertionError):
@@ -121,14 +146,14 @@ def record(name: str, value: Any) -> None:
     >>> import numpy as np
     >>> record("ratio", np.float64(3.5))
     """
-    if not isinstance(name, str) or not name.isidentifier():
-        raise ValueError(f"a recorded name must be a Python identifier, got {name!r}")
+    _check_name(name, "a recorded name")
     from myst_nb import glue
 
     glue(name, _plain(value), display=False)
 
 
-def claim(name: str, condition: Any, sentence: str, **figures: Any) -> bool:
+def claim(name: str, condition: Any, sentence: str, *, applies: bool | None = None,
+          shown: str | None = None, otherwise: str | None = None, **figures: Any) -> None:
     """Check a sentence the prose relies on; record its figures as ``name_<figure>``.
 
     Parameters
@@ -139,13 +164,23 @@ def claim(name: str, condition: Any, sentence: str, **figures: Any) -> bool:
         Whether this build's measurements bear the sentence out.
     sentence : str
         The sentence (or its gist) that the prose states, as a reader would read it.
+    applies : bool, optional
+        Whether this machine can test the claim at all (a free core, a GPU). Given, it
+        makes the claim *skippable*: ``shown`` and ``otherwise`` are then required, and
+        when ``applies`` is false the claim is not checked and ``otherwise`` is the
+        paragraph the page shows.
+    shown, otherwise : str, optional
+        The paragraph when the claim held, and the one for a machine that could not
+        test it: ``str.format`` templates over ``figures``, recorded as Markdown under
+        ``name`` for a ``{glue:md}`` directive.
     **figures
         The measured numbers behind it; each is recorded as ``name_<keyword>``.
 
     Returns
     -------
-    bool
-        ``bool(condition)``. When false, a warning box is displayed; in a strict build
+    None
+        Nothing, so that a claim cell shows nothing when the claim holds. When it was
+        tested and did not hold, a warning box is displayed; in a strict build
         :class:`ClaimFailed` is raised after it.
 
     Examples
@@ -153,23 +188,59 @@ def claim(name: str, condition: Any, sentence: str, **figures: Any) -> bool:
     >>> import os
     >>> os.environ["MEASURE_FIRST_STRICT"] = "0"
     >>> claim("slope_linear", 0.8 < 1.02 < 1.2, "the slope is near 1", slope=1.02)
-    True
     """
-    if not isinstance(name, str) or not name.isidentifier():
-        raise ValueError(f"a claim's name must be a Python identifier, got {name!r}")
+    _check_name(name, "a claim's name")
+    bad = [key for key in figures if key.startswith("_")]
+    if bad:
+        raise ValueError(f"a claim's figure names may not start with '_': {bad}")
+    skippable = applies is not None
+    if skippable and (shown is None or otherwise is None):
+        raise ValueError(
+            f"claim {name!r} can be skipped (applies=...), so the page needs both of its "
+            "paragraphs: pass shown='...' (it held) and otherwise='...' (not testable here)"
+        )
+    if not skippable and (shown is not None or otherwise is not None):
+        raise ValueError(f"claim {name!r}: shown=/otherwise= go with applies=...")
     for key, value in figures.items():
         record(f"{name}_{key}", value)
-    holds = bool(condition)
-    if holds:
-        return True
+    tested = not skippable or bool(applies)
+    holds = bool(condition) if tested else False
+    status = "skipped" if not tested else "held" if holds else "failed"
+    record(name + STATUS_SUFFIX, json.dumps({"status": status, "skippable": skippable}))
+    if skippable:
+        template = shown if tested else otherwise
+        passage(name, template.format(**{k: _plain(v) for k, v in figures.items()}))
+    if not tested or holds:
+        return
     _show_failure(name, sentence, figures)
     if strict():
-        shown = ", ".join(f"{k}={_fmt(v)}" for k, v in figures.items()) or "no figures"
+        shown_figures = ", ".join(f"{k}={_fmt(v)}" for k, v in figures.items()) or "no figures"
         raise ClaimFailed(
-            f"claim {name!r} does not hold on this machine: {sentence!r} ({shown}); "
+            f"claim {name!r} does not hold on this machine: {sentence!r} ({shown_figures}); "
             f"{STRICT_VARIABLE}=1 makes a false claim fail the build"
         )
-    return False
+
+
+def passage(name: str, text: str) -> None:
+    """Hand the page a paragraph chosen from this build's outcome, as Markdown.
+
+    For prose that depends on a measurement in more ways than a sentence with a number
+    in it: which of two versions won, a degenerate value (one worker, a share of zero)
+    that a template would make read wrongly. The page shows it with::
+
+        ```{glue:md} name
+        :format: myst
+        ```
+
+    Examples
+    --------
+    >>> passage("winner_text", "The set version won at every size.")
+    """
+    _check_name(name, "a passage's name")
+    from IPython.display import Markdown
+    from myst_nb import glue
+
+    glue(name, Markdown(text), display=False)
 
 
 def begin(threads: int | None = 1) -> str:
@@ -234,6 +305,11 @@ def single_threaded() -> Iterator[None]:
     # One implementation of "pools to n threads" for the book and the grader alike.
     with timing.limit_threads(1):
         yield
+
+
+def _check_name(name: Any, what: str) -> None:
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"{what} must be a Python identifier, got {name!r}")
 
 
 def _plain(value: Any) -> Any:

@@ -6,17 +6,27 @@ both share one build (the first caller pays; the second gets the cached result).
 
 from __future__ import annotations
 
+import ast
 import functools
+import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-__all__ = ["ROOT", "HTML", "BuildResult", "build_book"]
+__all__ = ["ROOT", "HTML", "EXECUTED", "BuildResult", "build_book", "stray_outputs",
+           "plumbing_in_view", "figure_problems", "standing_paragraphs", "claim_statuses"]
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
+# The notebooks as the build executed them, and each page's glued values.
+EXECUTED = ROOT / "_build" / "jupyter_execute"
+HIDDEN = ("remove-input", "remove-cell")
+# Calls that only hand numbers to the prose: never in a cell the reader sees.
+PLUMBING = re.compile(r"\b(claims\.(claim|record|passage)|record|glue)\(")
 # The same command as the Makefile's `book` target, at the small size that keeps a
 # cold build of the whole book within the CI budget.
 COMMAND = ("build", ".", "-W", "-n", "--keep-going")
@@ -52,3 +62,118 @@ def build_book() -> BuildResult:
     proc = subprocess.run([str(executable), *COMMAND], cwd=ROOT, env=env,
                           capture_output=True, text=True)
     return BuildResult(proc.returncode, proc.stdout + proc.stderr)
+
+
+# --- what the pages may not show: checks over an executed notebook ---------------------
+
+
+def stray_outputs(notebook: dict[str, Any]) -> list[str]:
+    """Outputs of hidden cells (set-up, claims) that the reader would see or that say nothing.
+
+    A cell tagged remove-input shows its outputs without its code: a bare ``True``,
+    ``False`` or ``None`` there (some call's return value) is noise, and a claim cell
+    may show nothing but the box of a claim that failed. A remove-cell cell shows
+    nothing on the page but still carries its outputs into the downloadable notebook:
+    it may have none. The first code cell (the set-up) may print nothing either.
+    """
+    found = []
+    code = [c for c in notebook.get("cells", []) if c.get("cell_type") == "code"]
+    for index, cell in enumerate(code):
+        tags = cell.get("metadata", {}).get("tags", [])
+        source = "".join(cell.get("source", ""))
+        where = f"code cell {index + 1} ({(source.strip().splitlines() or [''])[0][:50]!r})"
+        claim_cell = re.search(r"\bclaims\.(claim|record|passage)\(", source)
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            text = "".join(data.get("text/plain", "")) if data else "".join(output.get("text", ""))
+            if "measure-first-claim" in "".join(data.get("text/html", "")):
+                continue                          # a failed claim's box: for the reader
+            if "remove-input" in tags and output.get("output_type") == "execute_result" \
+                    and text.strip() in ("True", "False", "None"):
+                found.append(f"{where}: a bare {text.strip()}")
+            elif index == 0 or "remove-cell" in tags or ("remove-input" in tags and claim_cell):
+                what = "set-up" if index == 0 else "removed" if "remove-cell" in tags else "claim"
+                found.append(f"{where}: the {what} cell shows {text.strip()[:60]!r}")
+    return found
+
+
+def plumbing_in_view(notebook: dict[str, Any]) -> list[str]:
+    """Visible code cells (after the set-up) that call the page's plumbing."""
+    found = []
+    code = [c for c in notebook.get("cells", []) if c.get("cell_type") == "code"]
+    for index, cell in enumerate(code[1:], start=2):
+        tags = cell.get("metadata", {}).get("tags", [])
+        if any(tag in tags for tag in HIDDEN):
+            continue
+        source = "".join(cell.get("source", ""))
+        for line in source.splitlines():
+            if PLUMBING.search(line.split("#")[0]):
+                found.append(f"code cell {index}: {line.strip()[:80]}")
+    return found
+
+
+def figure_problems(notebook: dict[str, Any]) -> list[str]:
+    """Figures a reader has to guess about: no labels recorded, or labels missing.
+
+    ``course_lib.book.setup`` gives each shown figure a record of its titles and axis
+    labels, in the metadata of the output that holds its PNG (under the media type
+    ``course_lib.book.MIME``); a figure without it was drawn on a page that skipped
+    the set-up.
+    """
+    from course_lib.book import MIME
+
+    found = []
+    code = [c for c in notebook.get("cells", []) if c.get("cell_type") == "code"]
+    for index, cell in enumerate(code, start=1):
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if "image/png" not in data:
+                continue
+            labels = output.get("metadata", {}).get(MIME)
+            if labels is None:
+                found.append(f"code cell {index}: a figure with no label record")
+                continue
+            found += [f"code cell {index}: {problem}" for problem in labels.get("problems", [])]
+    return found
+
+
+def claim_statuses(glue: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each claim's recorded status, from a page's ``.glue.json``: name -> status dict."""
+    statuses = {}
+    for key, output in glue.items():
+        if not key.endswith("__claim"):
+            continue
+        text = "".join(output.get("data", {}).get("text/plain", ""))
+        statuses[key[: -len("__claim")]] = json.loads(ast.literal_eval(text))
+    return statuses
+
+
+def standing_paragraphs(source: str, statuses: dict[str, dict[str, Any]]) -> list[str]:
+    """Prose that relies on a skippable claim outside the passage made for it.
+
+    A skippable claim (one that a machine without a free core or a GPU cannot test)
+    hands the page its paragraph for each outcome, under its own name; the page must
+    show that passage (``{glue:md}`name``` or the directive) and may not quote the
+    claim's figures anywhere else, or on a machine that skipped it the old paragraph
+    would still stand.
+    """
+    prose = _prose(source)
+    found = []
+    for name, status in statuses.items():
+        if not status.get("skippable"):
+            continue
+        quoted = sorted(set(re.findall(r"\{glue(?::text)?\}`(" + re.escape(name)
+                                       + r"_[A-Za-z0-9_]+)", prose)))
+        if quoted:
+            found.append(f"claim {name!r} ({status['status']}): its figures {quoted} are "
+                         "quoted outside its passage")
+        shown = re.search(r"\{glue:md\}\s*`?" + re.escape(name) + r"\b", prose)
+        if not shown:
+            found.append(f"claim {name!r} ({status['status']}): the page never shows its "
+                         "passage ({glue:md} " + name + ")")
+    return found
+
+
+def _prose(source: str) -> str:
+    """A MyST notebook's text outside its code cells."""
+    return re.sub(r"```\{code-cell\}.*?\n```", "", source, flags=re.S)

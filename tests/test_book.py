@@ -16,7 +16,8 @@ import pytest
 import yaml
 from bs4 import BeautifulSoup
 
-from book_support import HTML, ROOT, build_book
+from book_support import (EXECUTED, HTML, ROOT, build_book, claim_statuses, figure_problems,
+                          plumbing_in_view, standing_paragraphs, stray_outputs)
 
 pytestmark = pytest.mark.slow
 
@@ -32,8 +33,8 @@ WEEK_FILES = {
     7: "book/week7_parallelism.md",
     8: "book/week8_practice.md",
 }
-# Chapters of this helper's part, whose first cell states the size it ran at.
-SIZED_CHAPTERS = ["book/index.md", *[WEEK_FILES[w] for w in (1, 2, 3, 4)]]
+# Chapters whose text states the size they ran at (every chapter with code).
+SIZED_CHAPTERS = ["book/index.md", "book/chip.md", *WEEK_FILES.values()]
 # Tags and attributes through which a page makes the browser fetch something.
 LOADING = {"script": ["src"], "link": ["href"], "img": ["src", "srcset"], "iframe": ["src"],
            "source": ["src", "srcset"], "video": ["src", "poster"], "audio": ["src"],
@@ -356,3 +357,140 @@ def test_no_page_shows_a_claim_this_machine_did_not_bear_out(book, doc):
         pytest.skip(f"{doc} has no code cells")
     boxes = [_text(b)[:300] for b in _soup(doc).select("div.measure-first-claim")]
     assert boxes == [], f"{doc}: claims that did not hold: {boxes}"
+
+
+# --- nothing on the page but the lesson ------------------------------------------------
+
+
+def _executed(doc: str) -> dict:
+    path = EXECUTED / Path(doc).with_suffix(".ipynb")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _glue(doc: str) -> dict:
+    path = EXECUTED / Path(doc).with_suffix(".glue.json")
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+NOTEBOOK_PAGES = [d for d in _toc_files() if _is_notebook(d)]
+
+
+@pytest.mark.parametrize("doc", NOTEBOOK_PAGES)
+def test_set_up_and_claim_cells_leave_no_output(book, doc):
+    """No bare True/None under a hidden cell; a removed cell or the set-up prints nothing."""
+    assert stray_outputs(_executed(doc)) == []
+
+
+@pytest.mark.parametrize("doc", NOTEBOOK_PAGES)
+def test_every_chapter_starts_with_the_one_set_up_cell(doc):
+    """One convention: the first code cell is hidden behind a toggle and calls book.setup."""
+    source = _source(doc).read_text(encoding="utf-8")
+    first = re.search(r"```\{code-cell\} ipython3\n(.*?)\n```", source, flags=re.S).group(1)
+    assert first.startswith(":tags: [hide-input]"), f"{doc}: {first.splitlines()[0]!r}"
+    assert "book.setup(" in first, f"{doc}: the set-up cell does not call book.setup"
+
+
+@pytest.mark.parametrize("doc", NOTEBOOK_PAGES)
+def test_visible_cells_call_no_plumbing(book, doc):
+    """claims.claim/record/passage and glue belong in removed cells, never in view."""
+    assert plumbing_in_view(_executed(doc)) == []
+
+
+@pytest.mark.parametrize("doc", NOTEBOOK_PAGES)
+def test_every_figure_is_labelled(book, doc):
+    """Each panel titled (or its figure), each axis labelled or worded, as recorded."""
+    assert figure_problems(_executed(doc)) == []
+
+
+@pytest.mark.parametrize("doc", NOTEBOOK_PAGES)
+def test_no_skipped_claim_leaves_its_paragraph_standing(book, doc):
+    statuses = claim_statuses(_glue(doc))
+    source = _source(doc).read_text(encoding="utf-8")
+    assert standing_paragraphs(source, statuses) == []
+    skipped = [n for n, s in statuses.items() if s["status"] == "skipped"]
+    page = _plain(_text(_soup(doc)))
+    for name in skipped:                    # and the honest version is what the page shows
+        passage = "".join(_glue(doc)[name]["data"]["text/markdown"])
+        words = _plain(passage).split()[:8]
+        assert " ".join(words) in page, (doc, name, words)
+
+
+def _plain(text: str) -> str:
+    """Text without Markdown emphasis or code marks, and with straight quotes."""
+    text = text.translate(str.maketrans("\u2018\u2019\u201c\u201d", "''\"\""))
+    return re.sub(r"\s+", " ", re.sub(r"[`*_{}]", "", text))
+
+
+# The checks above are only worth something if they can fail.
+
+
+def _notebook(*cells):
+    return {"cells": [{"cell_type": "code", "metadata": {"tags": tags}, "source": source,
+                       "outputs": outputs} for tags, source, outputs in cells]}
+
+
+def _result(text):
+    return {"output_type": "execute_result", "data": {"text/plain": text}, "metadata": {}}
+
+
+def test_the_output_check_would_catch_a_stray_true_or_none():
+    setup = (["hide-input"], "page = book.setup()", [])
+    notebook = _notebook(setup,
+                         (["remove-input"], "claims.claim('x', True, 'x')", [_result("True")]),
+                         (["remove-input"], "ax = plot()", [_result("None")]),
+                         (["remove-input"], "table", [_result("   a\n0  1")]),
+                         (["remove-cell"], "print(1)", [{"output_type": "stream",
+                                                         "name": "stdout", "text": "1\n"}]))
+    found = stray_outputs(notebook)
+    assert len(found) == 3 and "a bare True" in found[0] and "a bare None" in found[1]
+    assert "removed cell" in found[2]
+    printing_claim = (["remove-input"], "claims.claim('x', True, 'x')\nprint(2)",
+                      [{"output_type": "stream", "name": "stdout", "text": "2\n"}])
+    assert "the claim cell shows '2'" in stray_outputs(_notebook(setup, printing_claim))[0]
+    assert stray_outputs(_notebook(setup, (["remove-input"], "table", [_result("0  1")]))) == []
+
+
+def test_the_plumbing_check_would_catch_a_record_in_view():
+    notebook = _notebook((["hide-input"], "page = book.setup()", []),
+                         ([], "x = 1\nrecord('x', x)", []),
+                         (["remove-cell"], "claims.claim('x', True, 'x')", []),
+                         ([], "# record(...) in a comment is fine\ny = 2", []))
+    assert plumbing_in_view(notebook) == ["code cell 2: record('x', x)"]
+
+
+def test_the_figure_check_would_catch_an_unlabelled_axis():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from course_lib import book
+
+    fig, (left, right) = plt.subplots(1, 2)
+    left.plot([1, 2], [3, 4])
+    left.set(xlabel="workers", ylabel="speed-up", title="labelled")
+    right.bar(["threads", "processes"], [1.0, 1.5])
+    right.set(title="names on x, but y unlabelled")
+    fig.canvas.draw()
+    labels = book.figure_labels(fig)
+    plt.close(fig)
+    png = {"output_type": "display_data", "data": {"image/png": "iVBOR"},
+           "metadata": {book.MIME: {**labels, "problems": book.figure_problems(labels)}}}
+    found = figure_problems(_notebook(([], "plot()", [png])))
+    assert found == ["code cell 1: panel 2 has no y-axis label"]
+    unrecorded = {"output_type": "display_data", "data": {"image/png": "iVBOR"}, "metadata": {}}
+    assert figure_problems(_notebook(([], "plot()", [unrecorded]))) == [
+        "code cell 1: a figure with no label record"]
+
+
+def test_the_paragraph_check_would_catch_a_skipped_claims_paragraph():
+    statuses = {"pool_wins": {"status": "skipped", "skippable": True},
+                "slope": {"status": "held", "skippable": False}}
+    standing = ("With a free core the pool ran {glue:text}`pool_wins_ratio:.2f` times as "
+                "fast; the slope was {glue:text}`slope_value:.2f`.\n")
+    found = standing_paragraphs(standing, statuses)
+    assert len(found) == 2 and "quoted outside its passage" in found[0]
+    assert "never shows its passage" in found[1]
+    honest = "```{glue:md} pool_wins\n:format: myst\n```\n\nThe slope was " \
+             "{glue:text}`slope_value:.2f`.\n"
+    assert standing_paragraphs(honest, statuses) == []

@@ -14,6 +14,12 @@ import pytest
 from course_lib import claims
 
 
+def _status(glued, name):
+    import json
+
+    return json.loads(dict((n, v) for n, v, _ in glued)[name + claims.STATUS_SUFFIX])
+
+
 @pytest.fixture
 def glued(monkeypatch):
     """Capture what record() hands to myst_nb.glue."""
@@ -63,15 +69,17 @@ def test_record_rejects_a_name_glue_could_not_be_read_back_by(glued):
 def test_a_true_claim_records_its_figures_with_the_claims_prefix(glued, monkeypatch, capsys):
     monkeypatch.setenv("MEASURE_FIRST_STRICT", "1")
     assert claims.claim("faster", 3.0 > 1, "the new code is faster", ratio=np.float64(3.0),
-                        slow_s=0.3) is True
-    assert glued == [("faster_ratio", 3.0, False), ("faster_slow_s", 0.3, False)]
+                        slow_s=0.3) is None           # a claim cell shows nothing
+    assert glued[:2] == [("faster_ratio", 3.0, False), ("faster_slow_s", 0.3, False)]
+    assert _status(glued, "faster") == {"status": "held", "skippable": False}
     assert "CLAIM" not in capsys.readouterr().out
 
 
 def test_a_false_claim_shows_a_box_and_returns_false_when_not_strict(glued, monkeypatch,
                                                                       capsys):
     monkeypatch.setenv("MEASURE_FIRST_STRICT", "0")
-    assert claims.claim("faster", False, "the new code is faster", ratio=0.93) is False
+    assert claims.claim("faster", False, "the new code is faster", ratio=0.93) is None
+    assert _status(glued, "faster")["status"] == "failed"
     out = capsys.readouterr().out
     assert "CLAIM NOT SHOWN" in out and "the new code is faster" in out
     assert "ratio = 0.93" in out
@@ -83,6 +91,38 @@ def test_a_false_claim_raises_in_a_strict_build(glued, monkeypatch):
         claims.claim("faster", np.bool_(False), "the new code is faster", ratio=0.93)
     # the figures were still recorded before the failure
     assert ("faster_ratio", 0.93, False) in glued
+
+
+def test_a_skippable_claim_needs_both_paragraphs(glued):
+    with pytest.raises(ValueError, match="needs both of its paragraphs"):
+        claims.claim("pool", True, "the pool wins", applies=True, shown="It won.")
+    with pytest.raises(ValueError, match="go with applies"):
+        claims.claim("pool", True, "the pool wins", shown="It won.", otherwise="No core.")
+    with pytest.raises(ValueError, match="may not start with"):
+        claims.claim("pool", True, "the pool wins", _claim=1)
+
+
+def test_a_skipped_claim_is_not_checked_and_hands_over_its_honest_paragraph(
+        glued, monkeypatch, capsys):
+    monkeypatch.setenv("MEASURE_FIRST_STRICT", "1")
+    claims.claim("pool", False, "the pool wins", applies=False,
+                 shown="The pool won, {ratio:.2f}x.",
+                 otherwise="No core was free: the pool ran at {ratio:.2f}x.", ratio=0.98)
+    assert _status(glued, "pool") == {"status": "skipped", "skippable": True}
+    passage = dict((n, v) for n, v, _ in glued)["pool"]
+    assert passage.data == "No core was free: the pool ran at 0.98x."
+    assert "CLAIM" not in capsys.readouterr().out
+
+
+def test_a_skippable_claim_that_applies_is_checked_and_shows_its_paragraph(glued, monkeypatch):
+    monkeypatch.setenv("MEASURE_FIRST_STRICT", "1")
+    claims.claim("pool", 1.4 > 1.1, "the pool wins", applies=True,
+                 shown="The pool won, {ratio:.2f}x.", otherwise="No core.", ratio=1.4)
+    assert dict((n, v) for n, v, _ in glued)["pool"].data == "The pool won, 1.40x."
+    assert _status(glued, "pool") == {"status": "held", "skippable": True}
+    with pytest.raises(claims.ClaimFailed, match="'pool2'"):
+        claims.claim("pool2", 0.9 > 1.1, "the pool wins", applies=True,
+                     shown="The pool won, {ratio:.2f}x.", otherwise="No core.", ratio=0.9)
 
 
 def test_pinning_threads_limits_blas(monkeypatch):

@@ -1,0 +1,298 @@
+"""A chapter's set-up, in one call: size, budget, cores, scratch folder, labelled figures.
+
+Every chapter of the book starts with one hidden cell that imports what the page uses and
+calls :func:`setup`. It leaves no output: the page states its size and machine in the
+prose, through the figures :func:`setup` records (``size``, ``cores``, ``load``,
+``budget``)::
+
+    from course_lib import book
+    page = book.setup(budget=(0.3, 1.0), workdir=True)
+    page.size, page.budget, page.cores, page.workdir
+
+What it does, so that no chapter repeats it:
+
+- records the size (``MEASURE_FIRST_SIZE``) and pins BLAS/OpenMP pools (and Numba, if
+  imported) to one thread (:func:`course_lib.claims.begin`);
+- counts the cores this process may really use (:func:`usable_cores`: the affinity mask
+  and a container's CPU quota, not ``os.cpu_count()``);
+- makes a scratch folder that is removed when the kernel exits (``workdir=True``), and
+  optionally works inside it (``chdir=True``: a page whose worker processes import a
+  module it writes there);
+- checks every figure the page shows (:func:`figure_problems`): each panel titled (or the
+  figure), each axis labelled (or its ticks are words). The labels travel with the image
+  in its output's metadata, under the media type :data:`MIME`, where
+  ``tests/test_book.py`` reads them.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import re
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from course_lib import claims
+
+__all__ = ["Page", "setup", "usable_cores", "figure_problems", "figure_labels",
+           "pin", "MIME"]
+
+# The media type under which a shown figure's titles and axis labels are recorded.
+MIME = "application/vnd.measure-first.figure+json"
+
+
+@dataclass(frozen=True)
+class Page:
+    """What a chapter's first cell established; every field is also recorded for the prose.
+
+    Attributes
+    ----------
+    size : str
+        ``"small"`` or ``"full"`` (recorded as ``size``).
+    budget : float
+        Seconds of timed rounds per comparison at this size (recorded as ``budget``).
+    cores : int
+        Cores this process may use (recorded as ``cores``).
+    load : float
+        One-minute load average when the page started (recorded as ``load``; NaN where
+        the system has none).
+    workdir : Path or None
+        The page's scratch folder, removed when the kernel exits.
+    """
+
+    size: str
+    budget: float
+    cores: int
+    load: float
+    workdir: Path | None
+
+    @property
+    def numba_threads(self) -> int:
+        """Threads a ``prange`` loop may use here: the cores, within Numba's own limit."""
+        import numba
+
+        return max(1, min(self.cores, numba.config.NUMBA_NUM_THREADS))
+
+
+def setup(*, budget: tuple[float, float] = (0.3, 1.0), workdir: bool = False,
+          chdir: bool = False, precision: int | None = 3, threads: int = 1) -> Page:
+    """Set a chapter up; returns the :class:`Page` and records its figures for the prose.
+
+    Parameters
+    ----------
+    budget : (float, float)
+        Seconds per timing at the small and at the full size.
+    workdir : bool
+        Make a scratch folder (removed at exit).
+    chdir : bool
+        Also make it the working directory (implies ``workdir``).
+    precision : int or None
+        pandas' display precision for the page's tables; ``None`` leaves it.
+    threads : int
+        BLAS/OpenMP (and Numba) threads for the page (see :func:`pin`).
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ["MEASURE_FIRST_SIZE"] = "small"
+    >>> page = setup(budget=(0.3, 1.0), precision=None)
+    >>> page.size, page.budget, page.cores >= 1
+    ('small', 0.3, True)
+    """
+    size = claims.begin(threads=threads)
+    chosen = claims.sized(*budget)
+    cores = usable_cores()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    folder = None
+    if workdir or chdir:
+        folder = Path(tempfile.mkdtemp(prefix=f"{_page_name()}-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        if chdir:
+            os.chdir(folder)
+    if precision is not None:
+        import pandas as pd
+
+        pd.set_option("display.precision", precision)
+    for name, value in (("budget", chosen), ("cores", cores), ("load", load)):
+        claims.record(name, value)
+    _check_figures()
+    return Page(size=size, budget=float(chosen), cores=cores, load=load, workdir=folder)
+
+
+def pin(blas: int = 1, numba: int | None = None) -> None:
+    """Pin every loaded BLAS/OpenMP pool to ``blas`` threads, and Numba to ``numba``.
+
+    Call it again after something loads a BLAS of its own (Numba compiling ``X @ b``
+    loads SciPy's OpenBLAS, whose pool starts with a thread per core). ``numba=None``
+    leaves Numba's thread count as it is.
+
+    Examples
+    --------
+    >>> pin(blas=1)
+    """
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=blas)
+    module = sys.modules.get("numba")
+    if numba is not None and module is not None:
+        module.set_num_threads(max(1, min(numba, module.config.NUMBA_NUM_THREADS)))
+
+
+def usable_cores() -> int:
+    """Cores this process may run on: its affinity mask, capped by a cgroup CPU quota.
+
+    ``os.cpu_count()`` counts the machine's cores; a container or a ``taskset`` can
+    allow fewer, and neither says how many other programs leave free.
+
+    Examples
+    --------
+    >>> usable_cores() >= 1
+    True
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    quota = _cgroup_quota()
+    if quota is not None:
+        cores = min(cores, max(1, int(quota)))
+    return max(1, cores)
+
+
+def figure_labels(fig: Any) -> dict[str, Any]:
+    """What a reader sees labelling a figure: its title and each panel's title and axes.
+
+    Returns ``{"title": str, "axes": [{"title", "xlabel", "ylabel", "xticks",
+    "yticks"}, ...]}``, with ``xticks``/``yticks`` true when the ticks are words (bar
+    names) rather than numbers. Only panels that show something are listed.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> fig, ax = plt.subplots()
+    >>> _ = ax.plot([1, 2], [3, 4]); _ = ax.set(xlabel="n", title="t")
+    >>> figure_labels(fig)["axes"][0]["ylabel"]
+    ''
+    >>> plt.close(fig)
+    """
+    title = fig._suptitle.get_text() if getattr(fig, "_suptitle", None) else ""
+    panels = []
+    for ax in fig.get_axes():
+        if not ax.get_visible() or not _shows_something(ax):
+            continue
+        panels.append({
+            "title": ax.get_title() or ax.get_title("left") or ax.get_title("right"),
+            "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
+            # Bar names label an axis; so does a shared axis whose ticks another panel names.
+            "xticks": any(_worded(a.get_xticklabels())
+                          for a in ax.get_shared_x_axes().get_siblings(ax)),
+            "yticks": any(_worded(a.get_yticklabels())
+                          for a in ax.get_shared_y_axes().get_siblings(ax)),
+        })
+    return {"title": title, "axes": panels}
+
+
+def figure_problems(labels: dict[str, Any]) -> list[str]:
+    """What a figure's labels (from :func:`figure_labels`) leave the reader to guess.
+
+    Every panel needs a title unless the figure has one, and each of its axes a label
+    unless its ticks are words.
+
+    Examples
+    --------
+    >>> figure_problems({"title": "", "axes": [{"title": "", "xlabel": "n",
+    ...     "ylabel": "", "xticks": False, "yticks": False}]})
+    ['panel 1 has no title', 'panel 1 has no y-axis label']
+    """
+    problems = []
+    for k, panel in enumerate(labels["axes"], start=1):
+        if not (panel["title"].strip() or labels["title"].strip()):
+            problems.append(f"panel {k} has no title")
+        for axis in ("x", "y"):
+            if not (panel[f"{axis}label"].strip() or panel[f"{axis}ticks"]):
+                problems.append(f"panel {k} has no {axis}-axis label")
+    if not labels["axes"]:
+        problems.append("the figure shows nothing")
+    return problems
+
+
+# --- private helpers ------------------------------------------------------------------
+
+
+def _page_name() -> str:
+    name = os.environ.get("JPY_SESSION_NAME") or "measure-first"
+    return re.sub(r"[^A-Za-z0-9_]+", "_", Path(name).stem)[:40] or "page"
+
+
+def _cgroup_quota() -> float | None:
+    """CPUs' worth of time a cgroup allows (v2 ``cpu.max``, v1 CFS quota), or None."""
+    with contextlib.suppress(OSError, ValueError):
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        return None if quota == "max" else int(quota) / int(period)
+    with contextlib.suppress(OSError, ValueError):
+        base = Path("/sys/fs/cgroup/cpu")
+        quota = int((base / "cpu.cfs_quota_us").read_text())
+        period = int((base / "cpu.cfs_period_us").read_text())
+        return None if quota <= 0 else quota / period
+    return None
+
+
+def _shows_something(ax: Any) -> bool:
+    return bool(ax.lines or ax.patches or ax.collections or ax.images or ax.containers)
+
+
+def _worded(ticks: Any) -> bool:
+    # Numeric ticks may be mathtext ("$\mathdefault{10^{3}}$"): drop it before looking
+    # for letters.
+    texts = [re.sub(r"\$[^$]*\$", "", t.get_text()) for t in ticks]
+    return any(any(c.isalpha() for c in text) for text in texts)
+
+
+def _check_figures() -> None:
+    """Record each figure the page shows with its labels, in its output's metadata.
+
+    A display formatter of its own (media type :data:`MIME`) returns no data, only
+    metadata, so a renderer sees nothing new while the notebook keeps the record beside
+    the PNG. It is registered for ``FigureBase``: activating matplotlib's inline backend
+    removes every formatter's entry for ``Figure`` itself (IPython's
+    ``select_figure_formats``), and lookups follow the class hierarchy.
+    """
+    try:
+        from IPython import get_ipython
+        from IPython.core.formatters import BaseFormatter
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None or MIME in shell.display_formatter.formatters:
+        return
+    from matplotlib.figure import FigureBase
+
+    from traitlets import ObjectName, Unicode
+
+    class _LabelFormatter(BaseFormatter):
+        format_type = Unicode(MIME)
+        # Only figures: no object has this method, so nothing else gets a record.
+        print_method = ObjectName("_repr_measure_first_figure_labels_")
+
+        def _check_return(self, r: Any, obj: Any) -> Any:
+            # (None, labels): metadata only, no data for a renderer to trip on.
+            return r if r is None or (isinstance(r, tuple) and r[0] is None) else None
+
+    formatter = _LabelFormatter(parent=shell.display_formatter)
+    formatter.for_type(FigureBase, _label_record)
+    shell.display_formatter.formatters[MIME] = formatter
+
+
+def _label_record(fig: Any) -> tuple[None, dict[str, Any]] | None:
+    if not fig.get_axes():
+        return None                              # nothing is drawn for an empty figure
+    labels = figure_labels(fig)
+    labels["problems"] = figure_problems(labels)
+    return None, labels

@@ -1,0 +1,100 @@
+"""course_lib.book: a chapter's set-up, usable cores, and what a labelled figure is."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from course_lib import book  # noqa: E402
+
+
+@pytest.fixture
+def glued(monkeypatch):
+    calls = {}
+    import myst_nb
+
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display=True:
+                        calls.__setitem__(name, value))
+    return calls
+
+
+@pytest.mark.parametrize("size, budget", [("small", 0.3), ("full", 1.0)])
+def test_setup_picks_the_budget_for_the_size_and_records_it(monkeypatch, glued, size,
+                                                            budget):
+    monkeypatch.setenv("MEASURE_FIRST_SIZE", size)
+    page = book.setup(budget=(0.3, 1.0), precision=None)
+    assert (page.size, page.budget) == (size, budget)
+    assert glued["size"] == size and glued["budget"] == budget
+    assert glued["cores"] == page.cores >= 1
+    assert page.workdir is None
+
+
+def test_setup_makes_a_scratch_folder_when_asked(monkeypatch, glued, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    page = book.setup(workdir=True, precision=None)
+    assert page.workdir.is_dir() and page.workdir != tmp_path
+    moved = book.setup(chdir=True, precision=None)
+    from pathlib import Path
+
+    assert Path.cwd() == moved.workdir
+
+
+def test_a_cgroup_quota_caps_the_usable_cores(monkeypatch):
+    monkeypatch.setattr(book, "_cgroup_quota", lambda: 1.5)
+    assert book.usable_cores() == 1
+    monkeypatch.setattr(book, "_cgroup_quota", lambda: None)
+    assert book.usable_cores() >= 1
+
+
+def _labels(draw):
+    fig, axes = draw()
+    fig.canvas.draw()
+    try:
+        return book.figure_problems(book.figure_labels(fig))
+    finally:
+        plt.close(fig)
+
+
+def test_a_labelled_figure_has_no_problems():
+    def draw():
+        fig, ax = plt.subplots()
+        ax.plot([1, 2], [3, 4])
+        ax.set(xlabel="workers", ylabel="speed-up", title="scaling")
+        return fig, ax
+    assert _labels(draw) == []
+
+
+def test_bar_names_label_an_axis_and_a_shared_axis_counts_once():
+    def draw():
+        fig, (left, right) = plt.subplots(1, 2, sharey=True)
+        for ax in (left, right):
+            ax.barh(["numpy", "numba"], [1, 2])
+            ax.set_xlabel("speed-up")
+        fig.suptitle("two panels, one title")
+        return fig, (left, right)
+    assert _labels(draw) == []
+
+
+def test_missing_titles_and_labels_are_named():
+    def draw():
+        fig, (left, right) = plt.subplots(1, 2)
+        left.plot([1, 2], [1, 2])
+        left.set(xlabel="n", ylabel="seconds")
+        right.hist([1, 2, 2, 3])
+        right.set(xlabel="ms")
+        return fig, (left, right)
+    assert _labels(draw) == ["panel 1 has no title", "panel 2 has no title",
+                             "panel 2 has no y-axis label"]
+
+
+def test_pin_limits_every_loaded_blas_pool():
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    with threadpool_limits(limits=None):
+        book.pin(blas=1)
+        assert all(p["num_threads"] == 1 for p in threadpool_info()
+                   if p["user_api"] == "blas")
