@@ -15,7 +15,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from course_lib.grader.verification import CellVerdict, is_performance_cell, verify_notebook
+from course_lib.grader.verification import CellVerdict, VerificationFailed, is_performance_cell, verify_notebook
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -69,6 +69,16 @@ def _cell(source: str, grade_id: str | None = None, *, solution=False, grade=Fal
 def _verify(tmp_path: Path, answer: str, test: str = SPEED_TEST, grade_id: str = "test_speed",
             points: int = 3, timeout: int = 20, reference: str = FAST, sandboxed: bool = False,
             notebook_timeout: int = 0) -> CellVerdict:
+    source, submitted = _notebooks(tmp_path, answer, test, grade_id, points, reference)
+    verdicts = verify_notebook(source, submitted, timeout=timeout, log=tmp_path / "log.txt", sandboxed=sandboxed,
+                               notebook_timeout=notebook_timeout)
+    assert [v.grade_id for v in verdicts] == [grade_id]
+    return verdicts[0]
+
+
+def _notebooks(tmp_path: Path, answer: str, test: str, grade_id: str, points: int,
+               reference: str = FAST) -> tuple[Path, Path]:
+    """(the instructor's notebook, a graded submission of it with ``answer``), written under ``tmp_path``."""
     def notebook(answer_source: str):
         return new_notebook(cells=[
             _cell(SETUP, "setup"),
@@ -80,10 +90,7 @@ def _verify(tmp_path: Path, answer: str, test: str = SPEED_TEST, grade_id: str =
     submitted.parent.mkdir()
     nbformat.write(notebook(reference), source)
     nbformat.write(notebook(answer), submitted)
-    verdicts = verify_notebook(source, submitted, timeout=timeout, log=tmp_path / "log.txt", sandboxed=sandboxed,
-                               notebook_timeout=notebook_timeout)
-    assert [v.grade_id for v in verdicts] == [grade_id]
-    return verdicts[0]
+    return source, submitted
 
 
 @pytest.mark.parametrize("grade_id, expected", [
@@ -186,10 +193,54 @@ def test_the_whole_verification_stops_at_the_notebooks_time_limit(tmp_path):
     # under the 20 s per-call bound, but the notebook may run 5 s in all.
     stalls = "import sys, time\n\nif 'course_lib.grader._student_worker' in sys.modules:\n    time.sleep(15)\n\n"
     started = time.monotonic()
-    verdict = _verify(tmp_path, stalls + FAST, notebook_timeout=5)
+    with pytest.raises(VerificationFailed, match="past its limit of 5 s"):
+        _verify(tmp_path, stalls + FAST, notebook_timeout=5)
     assert time.monotonic() - started < 12
-    assert not verdict.conclusive and verdict.score == 0
-    assert "past its limit of 5 s" in verdict.detail
+
+
+@pytest.mark.skipif(__import__("course_lib.grader.sandbox", fromlist=["available"]).available() is not None,
+                    reason="bubblewrap is not usable here")
+def test_a_verifier_that_fails_as_a_whole_leaves_nothing_behind(tmp_path, monkeypatch):
+    # Issue 26: killed past its limit, the verifier leaves no scratch copy, no staging folder
+    # and no process of the sandboxed worker behind it.
+    import glob
+    import tempfile
+
+    own_tmp = Path(tempfile.mkdtemp(prefix="wt-verify-"))  # traversable, as /tmp is, by the sandbox's uid
+    own_tmp.chmod(0o755)
+    monkeypatch.setenv("TMPDIR", str(own_tmp))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    stalls = "import sys, time\n\nif 'course_lib.grader._student_worker' in sys.modules:\n    time.sleep(600)\n\n"
+    try:
+        with pytest.raises(VerificationFailed, match="past its limit of 8 s"):
+            _verify(tmp_path, stalls + FAST, notebook_timeout=8, sandboxed=True)
+        assert glob.glob(str(own_tmp / "*")) == []
+        leftovers = [p for p in Path("/proc").iterdir() if p.name.isdigit() and str(own_tmp) in _cmdline(p)]
+        assert leftovers == []
+    finally:
+        __import__("shutil").rmtree(own_tmp, ignore_errors=True)
+
+
+def _cmdline(proc: Path) -> str:
+    try:
+        return (proc / "cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+@pytest.mark.skipif(__import__("course_lib.grader.sandbox", fromlist=["available"]).available() is not None,
+                    reason="bubblewrap is not usable here")
+def test_the_verifier_runs_under_a_memory_limit(tmp_path, monkeypatch):
+    # A reply can never take the grader down: a verifier past its memory limit is killed and
+    # the notebook fails as a whole. Here the worker sends a large result (300 MB of bytes:
+    # within the reply caps) and the verifier may use 400 MB.
+    from course_lib.grader import verification
+
+    monkeypatch.setattr(verification, "_VERIFIER_MEMORY", 400_000_000)
+    big = "def count_known(catalogue, queries):\n    return b'x' * 300_000_000\n"
+    with pytest.raises(VerificationFailed, match="above its limit of 400 MB"):
+        verification.verify_notebook(*_notebooks(tmp_path, big, POINTS_TEST, "test_speed", 3), timeout=20,
+                                     log=tmp_path / "log.txt", sandboxed=True)
 
 
 def test_a_measurement_too_small_to_trust_is_refused_not_graded(tmp_path):

@@ -32,6 +32,8 @@ from pathlib import Path
 
 import nbformat
 
+from course_lib.grader._text import remember_host_paths, scrub_host, writable
+
 __all__ = ["SpeedVerdict", "parse_verdict", "render_feedback", "write_feedback", "write_submission_feedback",
            "withhold_after_hidden_tests", "SPEED_SENTENCE", "WITHHELD", "MARKED_BY_HAND"]
 
@@ -238,7 +240,8 @@ def write_feedback(autograded: str | Path, target: str | Path, scores: dict[str,
     rules = grading_rules(source) if source else []
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_feedback(nb, scores, rules, title=title), encoding="utf-8")
+    # A lone surrogate in a student's cell (JSON can carry one) must not stop the page.
+    target.write_text(writable(render_feedback(nb, scores, rules, title=title)), encoding="utf-8")
     return target
 
 
@@ -250,6 +253,7 @@ def write_submission_feedback(course, student: str, assignment: str) -> list[Pat
     """
     from course_lib.grader.nbgrading import _scores
 
+    remember_host_paths(course=course.root, grading=course.grading_dir)
     _, _, scores = _scores(course, assignment, student)
     written = []
     for path in sorted(course.step("autograded", student, assignment).glob("*.ipynb")):
@@ -351,7 +355,9 @@ def _error_line(output) -> str:
 
 
 def _clean(text: str) -> str:
-    return _ANSI.sub("", text)
+    # Nothing about the grader's machine reaches a student: paths of the course, the Python
+    # installation and the grading folder that the student's code printed are replaced.
+    return scrub_host(writable(_ANSI.sub("", text)))
 
 
 def _machine() -> str:

@@ -91,6 +91,7 @@ from course_lib.grader._nbpreprocessors import (
 )
 from course_lib.grader import _cores
 from course_lib.grader._submissions import Submission, copy_submission, find_submissions, record_names
+from course_lib.grader._text import scrub_host, writable
 from course_lib.grader.sandbox import available as sandbox_available
 from course_lib.grader.verification import is_performance_cell, verify_notebook
 
@@ -208,13 +209,20 @@ class Flag:
     ``kind`` is one of ``malformed``, ``no-notebook``, ``restored``, ``overwritten``,
     ``timeout``, ``kernel-died``, ``kernel-unresponsive``, ``memory-limit``, ``notebook-timeout``,
     ``tampering``, ``unreliable``, ``verdict-differs``, ``unverified``,
-    ``reads-NBGRADER_EXECUTION``, ``grading-error``, ``unsandboxed``, ``note``; ``cells`` are the grade ids
-    concerned; ``detail`` is a sentence for the report.
+    ``reads-NBGRADER_EXECUTION``, ``grading-error``, ``unsandboxed``, ``refused``, ``disk-quota``,
+    ``note``; ``cells`` are the grade ids concerned; ``detail`` is a sentence for the report.
+    Every part is made writable as UTF-8 when the flag is made (see :mod:`course_lib.grader._text`):
+    a detail may quote a student's message or file name.
     """
 
     kind: str
     cells: tuple[str, ...] = ()
     detail: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", writable(self.kind))
+        object.__setattr__(self, "cells", tuple(writable(c) for c in self.cells))
+        object.__setattr__(self, "detail", writable(self.detail))
 
     @property
     def label(self) -> str:
@@ -438,6 +446,8 @@ def grade_submission(course: Course, submission: Submission) -> SubmissionResult
     done_file = _done_file(course, submission)
     done_file.unlink(missing_ok=True)  # from here until the record is rewritten, it is not graded
     flags = [Flag("note", detail=note) for note in submission.notes]
+    if submission.refused:
+        return _refuse(course, submission, flags)
     if not course.sandboxed:
         flags.append(Flag("unsandboxed", (), "graded with --no-sandbox: the student's code ran with "
                                               "the grader's rights"))
@@ -487,6 +497,20 @@ def grade_submission(course: Course, submission: Submission) -> SubmissionResult
                               speedups)
     _write_done(course, submission, result)
     return result
+
+
+def _refuse(course: Course, submission: Submission, flags: list[Flag]) -> SubmissionResult:
+    """A submission that is not graded at all (:attr:`Submission.refused`): 0, flagged, with feedback saying why."""
+    student, assignment = submission.student, submission.assignment
+    flags.append(Flag("refused", (), submission.refused))
+    for step in ("submitted", "autograded", "feedback"):
+        _remove(course.step(step, student, assignment))
+    _record_zero(course, assignment, student)
+    problems = {name: submission.refused for name in course.notebooks(assignment)}
+    feedback = _write_missing_feedback(course, student, assignment, problems, [])
+    score, max_score, cells = _scores(course, assignment, student)
+    # No done record: the refusal is checked again on every run, so a repository put right is graded.
+    return SubmissionResult(student, assignment, score, max_score, cells, tuple(flags), feedback)
 
 
 def _done_file(course: Course, submission: Submission) -> Path:
@@ -552,7 +576,7 @@ def format_table(results: list[SubmissionResult]) -> str:
     widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
     lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)).rstrip() for line in [header, *rows]]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return writable("\n".join(lines))
 
 
 # --- private helpers -------------------------------------------------------------------------
@@ -623,7 +647,7 @@ def _run(course: Course, converter: type, cfg: Config, assignment: str, student:
 
 
 def _append_log(path: Path, step: str, outcome: dict) -> None:
-    with path.open("a", encoding="utf-8") as fh:
+    with path.open("a", encoding="utf-8", errors="backslashreplace") as fh:
         fh.write(f"=== nbgrader {step}: {'ok' if outcome['success'] else 'FAILED'}\n")
         fh.write(outcome.get("log", ""))
         fh.write(outcome.get("error", ""))
@@ -827,9 +851,10 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path) -> tu
             # tests there, and may be what stopped the verifier. Zero, flagged for the instructor
             # (who can grade again once the cause is known).
             zeroed = _zero_tests(course, student, assignment, source, path.stem)
+            kernel = ", ".join(f"{g} {_pts(got)}/{_pts(top)}" for g, (got, top) in zeroed.items())
             flags.append(Flag("unverified", tuple(zeroed), f"{path.name}: the check outside the kernel failed "
                                                            f"({type(err).__name__}: {err}); 0 points stored for "
-                                                           "its test cells"))
+                                                           f"its test cells (in the student's kernel: {kernel})"))
             continue
         if not verdicts:
             continue
@@ -882,24 +907,30 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path) -> tu
     return flags, speedups
 
 
-def _zero_tests(course: Course, student: str, assignment: str, source: Path, notebook: str) -> list[str]:
-    """Store 0 for every automatically graded test cell of one notebook; return their grade ids."""
+def _zero_tests(course: Course, student: str, assignment: str, source: Path,
+                notebook: str) -> dict[str, tuple[float, float]]:
+    """Store 0 for every automatically graded test cell of one notebook; return what each had scored.
+
+    The result maps each grade id to (the in-kernel score it replaced, its points).
+    """
     try:
         nb = nbformat.read(source, as_version=4)
     except Exception:  # noqa: BLE001 - the instructor's own file: nothing to zero without it
-        return []
+        return {}
     ids = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if c.cell_type == "code"
            and c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")]
+    zeroed = {}
     with _environment(**_nbgrader_env()), _quiet_warnings(), Gradebook(course.db_url) as gb:
         for grade_id in ids:
             try:
                 grade_ = gb.find_grade(grade_id, notebook, assignment, student)
             except MissingEntry:
                 continue
+            zeroed[grade_id] = (float(grade_.auto_score or 0.0), float(grade_.max_score or 0.0))
             grade_.auto_score = 0.0
             grade_.needs_manual_grade = False
         gb.db.commit()
-    return ids
+    return zeroed
 
 
 def _refused_cells(path: Path) -> set[str]:
@@ -971,7 +1002,7 @@ def _write_missing_feedback(course: Course, student: str, assignment: str, probl
                                      "grading failed; your instructor has been told")
         folder.mkdir(parents=True, exist_ok=True)
         target.write_text(_PLAIN_FEEDBACK.format(title=html.escape(f"{assignment}: {name}.ipynb"),
-                                                 why=html.escape(why)), encoding="utf-8")
+                                                 why=html.escape(scrub_host(writable(why)))), encoding="utf-8")
     return tuple(sorted(folder.glob("*.html")))
 
 
@@ -1014,21 +1045,35 @@ def _export(course: Course, results: list[SubmissionResult], roster: list | None
 
     # Not nbgrader's CsvExportPlugin: it gives every student in the gradebook a 0 for every
     # assignment, submitted or not; here a row is a graded submission (or a roster "missing").
-    with _quiet_warnings(), Gradebook(course.db_url) as gb:
-        write_grades(gb, course.grading_dir / "grades.csv", roster)
+    # Each file is written beside its place and renamed over it: an exception while writing
+    # leaves the last complete file, never a truncated one.
+    with _quiet_warnings(), Gradebook(course.db_url) as gb, _replacing(course.grading_dir / "grades.csv") as partial:
+        write_grades(gb, partial, roster)
     flags_file = course.grading_dir / "flags.csv"
     done = {(r.assignment, r.student) for r in results}
     rows = []
     if flags_file.exists():
-        with flags_file.open(newline="") as fh:
+        with flags_file.open(newline="", encoding="utf-8", errors="backslashreplace") as fh:
             rows = [row for row in csv.DictReader(fh) if (row["assignment"], row["student"]) not in done]
     rows += [{"assignment": r.assignment, "student": r.student, "flag": f.kind, "cells": " ".join(f.cells),
               "detail": f.detail} for r in results for f in r.flags]
+    rows = [{key: writable(value) for key, value in row.items()} for row in rows]
     rows.sort(key=lambda row: (row["assignment"], row["student"]))
-    with flags_file.open("w", newline="") as fh:
+    with _replacing(flags_file) as partial, partial.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, ["assignment", "student", "flag", "cells", "detail"])
         writer.writeheader()
         writer.writerows(rows)
+
+
+@contextlib.contextmanager
+def _replacing(path: Path) -> Iterator[Path]:
+    """A temporary path beside ``path``, renamed over it when the block ends without an error."""
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        yield partial
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
