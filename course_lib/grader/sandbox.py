@@ -29,8 +29,8 @@ rights. A :class:`Sandbox` wraps a command line so that it runs under ``bwrap`` 
 * memory held in files counted as memory: the sandbox's ``/tmp`` and ``/dev/shm`` are
   tmpfs mounts capped at ``Limits.tmpfs`` bytes each, and :meth:`Sandbox.memory_current`
   counts what they hold and what anonymous memory files (``memfd``) hold beside the
-  processes' resident memory. Where the machine has a cgroup v2 ``memory.current`` that
-  figure is used; else a cgroup v1 memory group when one can be made (its ``rss`` and
+  processes' resident memory. Where the machine has a cgroup v2 memory controller its
+  ``memory.stat`` is read (``anon + shmem``); else a cgroup v1 memory group when one can be made (its ``rss`` and
   ``shmem``: tmpfs, memfds and System V segments alike); else the sum of the processes'
   resident sets plus the tmpfs mounts' use (``statvfs``) plus every open memfd's size, an
   upper bound (a memfd both mapped and open counts twice) that misses only System V
@@ -264,7 +264,7 @@ class Sandbox:
             # RLIMIT_NPROC does not bind a root caller (the sandbox's host uid is then 0,
             # which the kernel exempts), so count processes in a cgroup v1 pids group.
             self._pids_v1 = _make_pids_v1(self.limits.processes)
-        if self._use_cgroup and not (self._cgroup is not None and (self._cgroup / "memory.current").exists()):
+        if self._use_cgroup and not (self._cgroup is not None and (self._cgroup / "memory.stat").exists()):
             # No memory controller in the v2 group: a v1 memory group, where the machine has one,
             # counts what the sandbox holds in tmpfs and memory files as well as its processes.
             self._memory_v1 = _make_memory_v1(self.limits.memory)
@@ -506,12 +506,13 @@ class Sandbox:
     def memory_current(self) -> int:
         """Bytes of memory the sandbox holds now, in its processes and in files (see the module's docstring).
 
-        ``memory.current`` of a cgroup v2 group; else ``rss + shmem`` of a cgroup v1 memory
-        group; else the processes' resident sets plus :meth:`files_held`.
+        ``anon + shmem`` of a cgroup v2 group's ``memory.stat`` (``memory.current`` would
+        count the page cache of files merely read); else ``rss + shmem`` of a cgroup v1
+        memory group; else the processes' resident sets plus :meth:`files_held`.
         """
-        if self._cgroup is not None and (self._cgroup / "memory.current").exists():
-            return int((self._cgroup / "memory.current").read_text())
-        if self._memory_v1 is not None:
+        if self._cgroup is not None and (self._cgroup / "memory.stat").exists():
+            total = _v1_held(self._cgroup, ("anon", "shmem"))
+        elif self._memory_v1 is not None:
             total = _v1_held(self._memory_v1)
         else:
             total = sum(_status_kib(pid, "VmRSS") for pid in self.processes()) * 1024 + self.files_held()
@@ -870,14 +871,18 @@ def remove_leftovers(pid: int) -> int:
     return removed
 
 
-def _v1_held(group: Path) -> int:
-    """Anonymous and shared (tmpfs, memfd, System V) memory charged to a v1 memory group."""
+def _v1_held(group: Path, keys: tuple[str, ...] = ("rss", "shmem", "swap")) -> int:
+    """Anonymous and shared (tmpfs, memfd, System V) memory charged to a memory group.
+
+    The ``memory.stat`` keys of cgroup v1 (``rss``, ``shmem``, ``swap``, hierarchical as
+    ``total_*``) by default; cgroup v2 calls them ``anon`` and ``shmem``.
+    """
     stat = {}
     with contextlib.suppress(OSError, ValueError):
         for line in (group / "memory.stat").read_text().splitlines():
             key, _, value = line.partition(" ")
             stat[key] = int(value)
-    return sum(stat.get(f"total_{key}", stat.get(key, 0)) for key in ("rss", "shmem", "swap"))
+    return sum(stat.get(f"total_{key}", stat.get(key, 0)) for key in keys)
 
 
 def _memfd_bytes(pid: int, seen: set) -> int:

@@ -1195,17 +1195,12 @@ def _install_remote_helpers() -> None:
             return real["assert_peak_memory_below"](fn, limit, *args, **kwargs)
         limit_bytes = grading._parse_bytes(limit)
         traced, resident = _remote_peak(fn, args, kwargs)
-        _MEASUREMENTS.append(f"measured outside your kernel: peak traced memory {grading._fmt_bytes(traced)}, "
-                             f"resident memory rose by {grading._fmt_bytes(resident)}; limit "
+        counted = _counted_peak(traced, resident)
+        _MEASUREMENTS.append(f"measured outside your kernel: {_describe_peak(traced, resident, counted)}; limit "
                              f"{grading._fmt_bytes(limit_bytes)}")
-        if traced >= limit_bytes:
-            raise grading.GradingError(f"Too much memory: peak traced memory {grading._fmt_bytes(traced)}, "
-                                       f"the limit is {grading._fmt_bytes(limit_bytes)}")
-        if resident >= _RESIDENT_FACTOR * limit_bytes + _RESIDENT_SLACK:
-            raise grading.GradingError(
-                f"Too much memory: your process's resident memory rose by {grading._fmt_bytes(resident)} "
-                f"while tracemalloc saw a peak of {grading._fmt_bytes(traced)}; memory was allocated "
-                f"out of tracemalloc's sight (the limit is {grading._fmt_bytes(limit_bytes)})")
+        if counted >= limit_bytes:
+            raise grading.GradingError(f"Too much memory: {_describe_peak(traced, resident, counted)}; the "
+                                       f"limit is {grading._fmt_bytes(limit_bytes)}")
 
     def assert_scaling(fn, make_input, sizes, max_exponent, *, budget=0.2, margin=0.1, min_call_seconds=1e-3):
         if not isinstance(fn, _Remote):
@@ -1235,14 +1230,13 @@ def _install_remote_helpers() -> None:
             return real["peak_memory_points"](fn, full_at, zero_at, points, *args, **kwargs)
         full, zero = grading._memory_thresholds(full_at, zero_at, points)
         traced, resident = _remote_peak(fn, args, kwargs)
-        # The resident cross-check of assert_peak_memory_below, as a peak: memory allocated out
-        # of tracemalloc's sight counts as (rise - slack) / factor, so full points here need
+        # The figure assert_peak_memory_below compares with its limit, so full points here need
         # exactly what passing assert_peak_memory_below(fn, full_at) needs.
-        hidden = max(0.0, resident - _RESIDENT_SLACK) / _RESIDENT_FACTOR
-        _MEASUREMENTS.append(f"measured outside your kernel: peak traced memory {grading._fmt_bytes(traced)}, "
-                             f"resident memory rose by {grading._fmt_bytes(resident)}; full points up to "
-                             f"{grading._fmt_bytes(int(full))}, none from {grading._fmt_bytes(int(zero))}")
-        return grading._log_share_points(max(float(traced), hidden), full, zero, float(points))
+        counted = _counted_peak(traced, resident)
+        _MEASUREMENTS.append(f"measured outside your kernel: {_describe_peak(traced, resident, counted)}; full "
+                             f"points up to {grading._fmt_bytes(int(full))}, none from "
+                             f"{grading._fmt_bytes(int(zero))}")
+        return grading._log_share_points(float(counted), full, zero, float(points))
 
     def scaling_points(fn, make_input, sizes, full_at, zero_at, points, *, budget=0.2, margin=0.1,
                        min_call_seconds=1e-3):
@@ -1310,10 +1304,30 @@ def _remote_warm_call_seconds(fn: _Remote, args: tuple, calls: int) -> float:
     return float(median)
 
 
-# The resident-memory cross-check: RSS also counts what tracemalloc does not trace (parser
-# buffers, the allocator's slack), so it only fails a submission far above the limit.
-_RESIDENT_FACTOR = 4.0
-_RESIDENT_SLACK = 64 * 2**20
+# What the sandbox's memory may rise above the traced peak before the rise counts instead:
+# honest code holds memory tracemalloc does not see (parser buffers in C, SQLite's cache,
+# the allocator's slack). benchmarks/memory_tolerance.py measures it on the course's memory
+# cells in the sandboxed worker, warm as the graded call is: for every honest answer that
+# earns points the rise stayed at or below the traced peak (rise minus traced -0.02 MiB at
+# most for hourly_load, -4.2 MiB for region_summary), and repeated readings of one answer
+# varied by 1.5 MiB (5 December 2026, load 5-6). 8 MiB covers that with room; a whole-file
+# read hidden from tracemalloc rose by 138-143 MiB there, the same read in a forked child by
+# 209 MiB. A fixed allowance from measurements, not a multiple of the limit.
+_RESIDENT_TOLERANCE = 8 * 2**20
+
+
+def _counted_peak(traced: int, resident: int) -> int:
+    """The memory figure a memory cell grades: the traced peak, or the sandbox's rise less the
+    tolerance when that is larger (memory allocated out of tracemalloc's sight, or in a child)."""
+    return max(int(traced), int(resident) - _RESIDENT_TOLERANCE)
+
+
+def _describe_peak(traced: int, resident: int, counted: int) -> str:
+    from course_lib import grading
+
+    return (f"peak traced memory {grading._fmt_bytes(traced)}, the sandbox's memory (processes and files) "
+            f"rose by {grading._fmt_bytes(resident)}; counted {grading._fmt_bytes(counted)} (the larger of the "
+            f"traced peak and the rise less {grading._fmt_bytes(_RESIDENT_TOLERANCE)})")
 
 
 def _remote_exponent(fn: _Remote, make_input: Callable, sizes: Any, budget: float,
@@ -1355,12 +1369,15 @@ def _remote_peak(fn: _Remote, args: tuple, kwargs: dict) -> tuple[int, int]:
 
 
 class _SandboxMemory:
-    """The most resident memory everything in a sandbox added during a ``with`` block.
+    """The most memory everything in a sandbox added during a ``with`` block.
 
-    The sum of the processes' resident sets, sampled every ``_MEMORY_SAMPLE`` seconds from
-    a thread, and at the end the sum of each live process's own peak (``VmHWM``, reset at
-    the start). A child forked during the call counts the pages it shares with its parent
-    again: an upper bound, for calls that fork.
+    What the sandbox holds (:meth:`course_lib.grader.sandbox.Sandbox.memory_current`: its
+    processes' resident memory and what it keeps in tmpfs and memory files), sampled every
+    ``_MEMORY_SAMPLE`` seconds from a thread, and at the end what it holds then plus how far
+    each live process's own peak (``VmHWM``, reset at the start) is above its resident
+    memory then, which catches a peak between two samples. A child
+    forked during the call counts the pages it shares with its parent again: an upper
+    bound, for calls that fork.
     """
 
     def __init__(self, box: Any) -> None:
@@ -1371,22 +1388,30 @@ class _SandboxMemory:
     def _sum(self, key: str) -> int:
         return sum(_status_kib(pid, key) for pid in self.box.processes()) * 1024
 
+    def _held(self) -> int:
+        try:
+            return self.box.memory_current()
+        except OSError:
+            return self._sum("VmRSS")
+
     def _sample(self) -> None:
         while not self._stop.wait(_MEMORY_SAMPLE):
-            self._peak = max(self._peak, self._sum("VmRSS"))
+            self._peak = max(self._peak, self._held())
 
     def __enter__(self) -> _SandboxMemory:
         for pid in self.box.processes():
             with contextlib.suppress(OSError):
                 Path(f"/proc/{pid}/clear_refs").write_text("5")
-        self._base = self._peak = self._sum("VmRSS")
+        self._base = self._peak = self._held()
         self._thread.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self._stop.set()
         self._thread.join(5)
-        self._peak = max(self._peak, self._sum("VmRSS"), self._sum("VmHWM"))
+        # Each process's own peak above its resident memory now: a rise between two samples.
+        above = self._sum("VmHWM") - self._sum("VmRSS")
+        self._peak = max(self._peak, self._held() + max(0, above))
         self.rise = max(0, self._peak - self._base)
 
 
