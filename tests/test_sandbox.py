@@ -310,6 +310,7 @@ def test_groups_left_by_a_killed_process_are_removed(tmp_path):
     if group == "None":
         pytest.skip("no cgroup can be made here: nothing is left behind")
     assert Path(group).is_dir()
+    assert sb.remove_leftovers(f"{maker.pid}-") == 0  # another owner's name: nothing taken
     assert sb.remove_leftovers(maker.pid) >= 1
     assert not Path(group).exists()
 

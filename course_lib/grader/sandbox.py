@@ -780,7 +780,7 @@ def _make_cgroup(limits: Limits) -> Path | None:
                 (parent / "cgroup.subtree_control").write_text(f"+{controller}")
             except OSError:
                 pass
-    group = parent / f"{_CGROUP_PREFIX}-{os.getpid()}-{next(_counter)}-{secrets.token_hex(3)}"
+    group = parent / f"{_CGROUP_PREFIX}-{_owner()}-{next(_counter)}-{secrets.token_hex(3)}"
     try:
         group.mkdir()
     except OSError:
@@ -831,7 +831,7 @@ def _make_v1(controller: str, settings: dict[str, str], required: tuple[str, ...
     parent = _v1_parent(controller)
     if parent is None:
         return None
-    group = parent / f"{_CGROUP_PREFIX}-{os.getpid()}-{next(_counter)}-{secrets.token_hex(3)}"
+    group = parent / f"{_CGROUP_PREFIX}-{_owner()}-{next(_counter)}-{secrets.token_hex(3)}"
     try:
         group.mkdir()
         if any(not (group / name).exists() for name in required):
@@ -847,17 +847,28 @@ def _make_v1(controller: str, settings: dict[str, str], required: tuple[str, ...
     return group
 
 
-def remove_leftovers(pid: int) -> int:
-    """End and remove every sandbox group that process ``pid`` made and did not remove; return how many.
+OWNER_VARIABLE = "COURSE_SANDBOX_OWNER"
+"""Set in a process's environment, it names the groups of the sandboxes the process makes
+(else its pid does), so that whoever started it can remove them once it is gone, with no
+risk of taking a reused pid's groups (:func:`remove_leftovers`)."""
 
-    A process that made sandboxes and was killed (a verifier past its time limit) leaves
-    its groups behind, possibly with processes in them.
+
+def _owner() -> str:
+    return os.environ.get(OWNER_VARIABLE) or str(os.getpid())
+
+
+def remove_leftovers(owner: int | str) -> int:
+    """End and remove every sandbox group made by ``owner`` that is still there; return how many.
+
+    ``owner`` is the :data:`OWNER_VARIABLE` of a process, or its pid. A process that made
+    sandboxes and was killed (a verifier past its time limit) leaves its groups behind,
+    possibly with processes in them.
     """
     parents = [p for p in (_own_cgroup(), _v1_parent("pids"), _v1_parent("memory")) if p is not None]
     removed = 0
     for parent in parents:
         try:
-            groups = [g for g in parent.iterdir() if g.name.startswith(f"{_CGROUP_PREFIX}-{pid}-")]
+            groups = [g for g in parent.iterdir() if g.name.startswith(f"{_CGROUP_PREFIX}-{owner}-")]
         except OSError:
             continue
         for group in groups:

@@ -211,13 +211,19 @@ def _run_verifier(job: dict, limit: float, memory: int, log_file: Any) -> list:
     are watched from here; past either limit the whole session is killed, together with the
     sandbox groups it made (:func:`course_lib.grader.sandbox.remove_leftovers`).
     """
-    from course_lib.grader.sandbox import remove_leftovers
+    import secrets
 
+    from course_lib.grader.sandbox import OWNER_VARIABLE, remove_leftovers
+
+    # The verifier's sandbox groups carry this name, so that they can be found and removed
+    # however it ends (a pid could be another process's by then).
+    owner = f"v{secrets.token_hex(5)}"
     # -I -P: no PYTHON* variables, no user site, and neither the working folder nor the
     # script's folder on sys.path, so a numpy.py dropped by the student's code next to the
     # notebook is never imported by the verifier.
     proc = subprocess.Popen([sys.executable, "-I", "-P", "-c", _JUDGE], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=log_file, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=log_file, start_new_session=True,
+                            env={**os.environ, OWNER_VARIABLE: owner})
     watch = _TreeWatch(proc, memory)
     watch.start()
     failed = None
@@ -230,7 +236,7 @@ def _run_verifier(job: dict, limit: float, memory: int, log_file: Any) -> list:
         watch.stop()
         if failed or watch.hit or proc.returncode != 0:
             _kill_session(proc)
-            remove_leftovers(proc.pid)
+        remove_leftovers(owner)  # none when it closed its sandboxes itself
     if watch.hit:
         raise VerificationFailed(f"the verifier used {watch.peak / 1e6:,.0f} MB of memory, above its limit of "
                                  f"{memory / 1e6:,.0f} MB")
