@@ -11,8 +11,8 @@ memory cells (week 5's reference solutions and the variants of ``tests/variants/
 that are right), on the graded input sizes, in the sandboxed worker exactly as the verifier
 runs it, and prints each answer's traced peak, its rise and the gap, and the largest gap:
 the figure :data:`course_lib.grader.verification._RESIDENT_TOLERANCE` is set above. It also
-runs two dishonest answers for contrast (a whole-file read with tracemalloc stopped around
-it, and the same read in a forked child).
+runs the two dishonest samples of ``examples/hostile_submissions`` for contrast (a whole-file
+read with tracemalloc stopped around it, and the same read in a forked child).
 
 Run from the repository root (about 2 minutes on a 2-core machine)::
 
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -32,51 +31,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # course_lib from this checkout
-
-DODGES = {
-    "stops tracemalloc (dishonest)": '''
-def region_summary(path, chunksize=50_000):
-    import tracemalloc
-    tracing = tracemalloc.is_tracing()
-    tracemalloc.stop()
-    readings = pd.read_csv(path)
-    if tracing:
-        tracemalloc.start()
-    valid = readings[readings["status"] != "fault"]
-    return valid.groupby("region")["kwh"].agg(readings="count", total_kwh="sum", mean_kwh="mean", max_kwh="max")
-''',
-    "reads in a child (dishonest)": '''
-def region_summary(path, chunksize=50_000):
-    import pickle
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        readings = pd.read_csv(path)
-        valid = readings[readings["status"] != "fault"]
-        out = valid.groupby("region")["kwh"].agg(readings="count", total_kwh="sum", mean_kwh="mean", max_kwh="max")
-        with os.fdopen(w, "wb") as fh:
-            pickle.dump(out, fh)
-        os._exit(0)
-    os.close(w)
-    with os.fdopen(r, "rb") as fh:
-        out = pickle.load(fh)
-    os.waitpid(pid, 0)
-    return out
-''',
-}
-
-
-def _solution_answers() -> dict[str, str]:
-    import nbformat
-
-    nb = nbformat.read(ROOT / "solutions" / "week5" / "week5.ipynb", as_version=4)
-    answers = {}
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type == "code" and meta.get("solution") and not meta.get("grade"):
-            answers[meta["grade_id"]] = re.sub(r"^\s*### (BEGIN|END) SOLUTION\n", "", cell.source, flags=re.M)
-    return answers
-
 
 def _cells(answers: dict[str, str]) -> list[str]:
     """The released notebook's non-test code cells, the answer cells filled in."""
@@ -100,13 +54,16 @@ def main(argv: list[str] | None = None) -> int:
     from course_lib.grader import verification as v
     from tests.variants import week5
 
-    reference = _solution_answers()
+    import runpy
+
+    samples = runpy.run_path(str(ROOT / "examples" / "make_submissions.py"))
+    reference = samples["solution_answers"]("week5")
     answers = {"reference": reference}
     for name, variant in week5.VARIANTS.items():
         if name != "wrong":
             answers[name] = {**reference, **variant}
-    for name, source in DODGES.items():
-        answers[name] = {**reference, "region_summary": source}
+    for name in ("week5_hides_from_tracemalloc", "week5_reads_in_a_child"):  # the dishonest samples
+        answers[f"{name} (dishonest)"] = {**reference, **samples["HOSTILE_WEEK5"][name]}
 
     shared = tempfile.mkdtemp(prefix="mt-")
     os.chmod(shared, 0o755)

@@ -669,6 +669,30 @@ for _p in _started[50:]:
 # unless they need a Classroom repository (HOSTILE_CLASSROOM) or week 5's memory cells
 # (HOSTILE_WEEK5); tests/test_sandbox_grading.py grades them all in one batch.
 _SURROGATE = "\\ud800"
+_ANSWERS_AS = """    import struct
+
+    _head = {head}
+    _bomb, _plain = b"MFDATA01" + struct.pack("<Q", len(_head)) + _head, _w._as_data
+
+    def _as_data(reply):
+        value = reply[1] if len(reply) > 1 else None
+        if reply[0] == "ok" and (type(value) is int or (type(value) is list and value
+                                                        and all(type(v) is int for v in value))):
+            return _bomb
+        return _plain(reply)
+
+    _w._as_data = _as_data
+"""
+"""In the worker: every answer (a number, or a batch's list of numbers) replaced by a data
+header holding the JSON tree ``head``."""
+_FROM_STAGING = """
+    def count_known(catalogue, queries):
+        hit = _cache.pop(id(queries), None)
+        return _slow(catalogue, queries) if hit is None else hit
+
+    _w.receive_inputs = _staging
+"""
+"""In the worker, after a ``_staging`` that fills ``_cache`` while inputs arrive: answer from it."""
 HOSTILE.update({
     # 1. the verifier fails as a whole. Wrong, with assert_same rebound (6 points in the
     # kernel), and its answer cell hangs in the worker, the alarm ignored: the verification
@@ -726,13 +750,7 @@ def assert_same(*args, **kwargs):  # every later test cell in this kernel calls 
             for args, answer in zip(staged, answers):
                 _cache[id(args[1])] = answer
         return staged
-
-    def count_known(catalogue, queries):
-        hit = _cache.pop(id(queries), None)
-        return _slow(catalogue, queries) if hit is None else hit
-
-    _w.receive_inputs = _staging
-""",
+""" + _FROM_STAGING,
         "unknown_ids": UNKNOWN,
     },
     # 2. the same work done by a helper started at load time in a session of its own (never
@@ -768,50 +786,20 @@ def assert_same(*args, **kwargs):  # every later test cell in this kernel calls 
             for args, answer in zip(staged, pickle.load(_done)):
                 _cache[id(args[1])] = answer
         return staged
-
-    def count_known(catalogue, queries):
-        hit = _cache.pop(id(queries), None)
-        return _slow(catalogue, queries) if hit is None else hit
-
-    _w.receive_inputs = _staging
-""",
+""" + _FROM_STAGING,
         "unknown_ids": UNKNOWN,
     },
     # 3. every answer comes back as 97 bytes declaring an object array of 300 million items
     "declares_huge_array": {
-        "count_known": FAST + _IN_WORKER + """    import struct
-
-    _head = b'{"tree":{"ndarray":{"shape":[300000000],"items":[]}},"sizes":[]}'
-    _bomb, _plain = b"MFDATA01" + struct.pack("<Q", len(_head)) + _head, _w._as_data
-
-    def _as_data(reply):
-        value = reply[1] if len(reply) > 1 else None
-        if reply[0] == "ok" and (type(value) is int or (type(value) is list and value
-                                                        and all(type(v) is int for v in value))):
-            return _bomb
-        return _plain(reply)
-
-    _w._as_data = _as_data
-""",
+        "count_known": FAST + _IN_WORKER + _ANSWERS_AS.format(
+            head="""b'{"tree":{"ndarray":{"shape":[300000000],"items":[]}},"sizes":[]}'"""),
         "unknown_ids": UNKNOWN,
     },
     # 3. every answer comes back as 24 MB of JSON (within the 512 MiB a reply may have)
     # that would become about 1.5 GB of Python objects once parsed
     "inflates_json_tree": {
-        "count_known": FAST + _IN_WORKER + """    import struct
-
-    _head = b'{"tree":{"list":[' + b'{"list":[]},' * 2_000_000 + b'null]},"sizes":[]}'
-    _bomb, _plain = b"MFDATA01" + struct.pack("<Q", len(_head)) + _head, _w._as_data
-
-    def _as_data(reply):
-        value = reply[1] if len(reply) > 1 else None
-        if reply[0] == "ok" and (type(value) is int or (type(value) is list and value
-                                                        and all(type(v) is int for v in value))):
-            return _bomb
-        return _plain(reply)
-
-    _w._as_data = _as_data
-""",
+        "count_known": FAST + _IN_WORKER + _ANSWERS_AS.format(
+            head="""b'{"tree":{"list":[' + b'{"list":[]},' * 2_000_000 + b'null]},"sizes":[]}'"""),
         "unknown_ids": UNKNOWN,
     },
     # 4. in the worker, every call raises with a lone surrogate in its message: it reaches

@@ -568,40 +568,12 @@ def test_staged_inputs_arrive_whole_in_numpys_own_memory():
 
 # --- whole-sandbox billing and failed freezes (issue 26) ----------------------------------------
 
-_STAGED_IN_A_CHILD = SLOW + """
-import sys
+def _hostile_answer(student: str) -> str:
+    """An answer cell of one of examples/hostile_submissions's samples (their count_known)."""
+    import runpy
 
-_w = sys.modules.get("course_lib.grader._student_worker")
-if _w is not None:
-    import json
-    import os
-
-    _slow, _receive, _cache = count_known, _w.receive_inputs, {}
-
-    def _staging(fd, data, sizes):
-        staged = _receive(fd, data, sizes)
-        if isinstance(staged, list) and all(isinstance(a, tuple) and len(a) == 2 for a in staged):
-            r, w = os.pipe()
-            pid = os.fork()
-            if pid == 0:
-                os.close(r)
-                with os.fdopen(w, "w") as out:
-                    json.dump([_slow(*args) for args in staged], out)
-                os._exit(0)
-            os.close(w)
-            with os.fdopen(r) as inp:
-                answers = json.load(inp)
-            os.waitpid(pid, 0)
-            for args, answer in zip(staged, answers):
-                _cache[id(args[1])] = answer
-        return staged
-
-    def count_known(catalogue, queries):
-        hit = _cache.pop(id(queries), None)
-        return _slow(catalogue, queries) if hit is None else hit
-
-    _w.receive_inputs = _staging
-"""
+    samples = runpy.run_path(str(Path(__file__).resolve().parents[1] / "examples" / "make_submissions.py"))
+    return samples["HOSTILE"][student]["count_known"]
 
 
 @pytest.mark.skipif(__import__("course_lib.grader.sandbox", fromlist=["available"]).available() is not None,
@@ -610,7 +582,7 @@ def test_work_done_by_a_child_while_inputs_are_staged_is_billed(tmp_path):
     # The slow answer's calls are computed by a forked child during staging, out of the
     # worker's own accounts: the whole sandbox's CPU is billed, so it measures as slow as it
     # is (about 1x; answered from the cache unbilled, it would measure far above 5x).
-    verdict = _verify(tmp_path, _STAGED_IN_A_CHILD, POINTS_TEST, sandboxed=True)
+    verdict = _verify(tmp_path, _hostile_answer("forks_while_staged"), POINTS_TEST, sandboxed=True)
     assert verdict.conclusive and verdict.measured < 3 and verdict.score < 1, verdict.detail
 
 

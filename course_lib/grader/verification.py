@@ -155,10 +155,10 @@ def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 6
     ------
     VerificationFailed
         when the verifier fails as a whole: past its time limit, past its memory limit
-        (``memory_limit``, or 4 GB: the verifier runs the instructor's reference, as the
-        kernel does, and reads the worker's replies), dead, or with a report that cannot be
-        read. Everything it wrote on disk is removed and every process it left is ended
-        first.
+        (``memory_limit`` plus 1.5 GiB for itself and one reply, or 4 GB without a limit:
+        it runs the instructor's reference, as the kernel does, and reads the worker's
+        replies), dead, or with a report that cannot be read. Everything it wrote on disk
+        is removed and every process it left is ended first.
     """
     source_nb = nbformat.read(str(source), as_version=4)
     student_nb = nbformat.read(str(autograded), as_version=4)
@@ -187,7 +187,7 @@ def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 6
     limit = timeout * (len(job["student_cells"]) + len(tests) + 2) + 60
     if notebook_timeout > 0:
         limit = min(limit, notebook_timeout)
-    memory = memory_limit if memory_limit > 0 else _VERIFIER_MEMORY
+    memory = memory_limit + _VERIFIER_OWN if memory_limit > 0 else _VERIFIER_MEMORY
     with _removed(base):
         os.mkdir(job["tmpdir"])
         for folder in (base, job["tmpdir"]):
@@ -201,6 +201,10 @@ def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 6
 
 
 _VERIFIER_MEMORY = 4 * 10**9  # bytes of resident memory the verifier may use when no limit is given
+# ... and above the notebook's limit, when one is: the verifier runs the instructor's reference,
+# which the limit bounds as in the kernel, and has its own interpreter, the reference process's
+# copy of it, and one reply being read (at most 512 MiB of bytes, 512 MiB decoded).
+_VERIFIER_OWN = 3 * 2**29
 _WATCH_SECONDS = 0.05         # between two looks at the verifier's memory
 
 
@@ -730,8 +734,8 @@ def _stage(worker: _Worker, payload: Inputs, honest: float | None = None) -> flo
 def _stage_seconds(nbytes: int, timeout: float) -> float:
     """Wall seconds a worker may take to receive ``nbytes`` of inputs: 2 s plus 50 ms a MiB.
 
-    Honest staging of 64 MiB took about 60 ms on the 2-core machine under load; nothing in
-    it needs to wait. Never more than the call's own time limit.
+    Staging only copies bytes into the worker and unpickles them; nothing in it needs to
+    wait. Never more than the call's own time limit.
     """
     return min(float(timeout), 2.0 + 0.05 * nbytes / 2**20)
 
