@@ -695,21 +695,19 @@ _FROM_STAGING = """
 """In the worker, after a ``_staging`` that fills ``_cache`` while inputs arrive: answer from it."""
 HOSTILE.update({
     # 1. the verifier fails as a whole. Wrong, with assert_same rebound (6 points in the
-    # kernel), and its answer cell hangs in the worker, the alarm ignored: the verification
-    # runs past the notebook's limit, and every test cell must score 0.
+    # kernel), and both answer cells take 55 s in the worker only (each under the 60 s a
+    # cell may take): the verification runs past the notebook's limit, and every test cell
+    # must score 0.
     "slow_only_in_worker": {
         "count_known": WRONG_COUNT + """
 
 def assert_same(*args, **kwargs):  # every later test cell in this kernel calls this one
     return None
 
-""" + _IN_WORKER + """    import signal
-    import time
-
-    signal.signal(signal.SIGALRM, signal.SIG_IGN)  # the worker's per-cell alarm
-    time.sleep(100_000)
+""" + _IN_WORKER + """    __import__("time").sleep(55)
 """,
-        "unknown_ids": UNKNOWN,
+        "unknown_ids": UNKNOWN + "\n" + _IN_WORKER + """    __import__("time").sleep(55)
+""",
     },
     # 1. right answers, but every call takes 25 s in the worker (under the 60 s a call may
     # take): the verification as a whole runs past the notebook's limit.

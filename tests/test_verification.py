@@ -604,3 +604,16 @@ def test_a_freeze_that_fails_or_is_late_fails_the_measurement():
     with pytest.raises(v._Inconclusive, match="could not stop your processes within 0.5 s"):
         worker.pause()
     assert _Box.thawed == 1  # never left frozen half way
+
+
+@pytest.mark.skipif(__import__("course_lib.grader.sandbox", fromlist=["available"]).available() is not None,
+                    reason="bubblewrap is not usable here")
+def test_memory_held_in_a_memory_file_stops_the_worker_where_it_went_over(tmp_path):
+    # 400 MB in a memfd is in no process's resident memory: the worker's sandbox is watched
+    # all the same, and the loading stops at that cell, as a kernel past its limit stops.
+    hog = FAST + ("\nimport os\nimport time\n\n_fd = os.memfd_create('ballast')\nfor _ in range(8):\n"
+                  "    os.write(_fd, b'y' * 50_000_000)\ntime.sleep(30)\n")
+    verdict, = verify_notebook(*_notebooks(tmp_path, hog, POINTS_TEST, "test_speed", 3), timeout=60,
+                               log=tmp_path / "log.txt", sandboxed=True, memory_limit=300_000_000)
+    assert verdict.conclusive and verdict.score == 0
+    assert "count_known is not defined" in verdict.detail and "above the limit of 300 MB" in verdict.detail

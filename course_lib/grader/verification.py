@@ -341,13 +341,30 @@ class _Worker:
         self.timeout = timeout
         self.restarts = 0
         self._cells: list[str] | None = None
+        self.load_stopped = ""
         self._killing = threading.RLock()
         self._start()
 
     def load(self, cells: list[str]) -> None:
-        """Run the notebook's non-test cells in the worker; they run again after a restart."""
-        self._cells = cells
-        self.request("load", cells, self.timeout, seconds=self.timeout * (len(cells) + 1) + 30)
+        """Run the notebook's non-test cells in the worker, one at a time; they run again after a restart.
+
+        A cell that ends the worker (past the memory limit or the disk quota, past its time
+        with the alarm ignored, ``os._exit``) ends the loading there, as a kernel that dies
+        runs no later cell: a fresh worker runs the cells before it, and
+        :attr:`load_stopped` says why (answers defined later are missing).
+        """
+        self._cells, self.load_stopped = cells, ""
+        for index, cell in enumerate(cells):
+            try:
+                self.request("load", [cell], self.timeout, seconds=self.timeout + 30)
+            except StudentCodeError:
+                if not self.dead or self.restarts >= _MAX_RESTARTS:
+                    raise
+                why = self.dead
+                self._cells = cells[:index]
+                self.restart()
+                self.load_stopped = f"the worker stopped in cell {index + 1} of your notebook's code: {why}"
+                return
 
     def restart(self) -> None:
         """A fresh worker after one that ran out of time: as a kernel goes on after an interrupt."""
@@ -1522,7 +1539,8 @@ def _judge(job: dict) -> list[dict]:
                 not_data = True
             except NameError as exc:
                 name = getattr(exc, "name", None)
-                outcome = ((0.0, f"{name} is not defined in your notebook", True) if name in answers
+                stopped = f" ({worker.load_stopped})" if worker.load_stopped else ""
+                outcome = ((0.0, f"{name} is not defined in your notebook{stopped}", True) if name in answers
                            else (0.0, f"could not be verified: {exc}", False))
             except Exception as exc:
                 outcome = (0.0, f"{type(exc).__name__}: {str(exc)[:600]}", True)
