@@ -5,8 +5,14 @@ sample per class of attack: reading the reference solution (relative paths, the 
 root, a committed symlink), deleting the gradebook and another student's files, appending
 to ``course_lib``, a setsid daemon, signalling every process in sight, printing the
 environment and printing 200 MB, plus an honest ``bystander`` and a folder named
-"José García". The batch is graded once (module fixture); then every score and flag is
-asserted, and the course, the release, the bystander's files and the machine are checked.
+"José García"; and, for issue 26, two samples of each class that still gave a wrong grade,
+stopped the batch or slipped past a limit (a verifier failing as a whole, work done while
+inputs are staged, replies that inflate when decoded, text that is not UTF-8, trees past
+the search's limits, memory held in files, week 5's memory tests dodged, the grader's
+paths printed). The batch (the example's samples and week 5's, as ``course grade`` with no
+assignment named grades them) is graded once (module fixture); then every score and flag is
+asserted, and the course, the release, the bystander's files and the machine are checked,
+as are the grader's own peak memory and what the batch wrote.
 
 Grading these samples is only safe where every place that runs student code is sandboxed:
 the out-of-kernel verifier's student worker (``verification.py``) runs the answer cells
