@@ -695,16 +695,23 @@ _FROM_STAGING = """
 """In the worker, after a ``_staging`` that fills ``_cache`` while inputs arrive: answer from it."""
 HOSTILE.update({
     # 1. the verifier fails as a whole. Wrong, with assert_same rebound (6 points in the
-    # kernel), and both answer cells take 55 s in the worker only (each under the 60 s a
-    # cell may take): the verification runs past the notebook's limit, and every test cell
-    # must score 0.
+    # kernel), and in the worker only both answer cells take 55 s (each under the 60 s a
+    # cell may take) and every call 10 s more: the verification runs past the notebook's
+    # limit, and every test cell must score 0.
     "slow_only_in_worker": {
         "count_known": WRONG_COUNT + """
 
 def assert_same(*args, **kwargs):  # every later test cell in this kernel calls this one
     return None
 
-""" + _IN_WORKER + """    __import__("time").sleep(55)
+""" + _IN_WORKER + """    import time
+
+    time.sleep(55)
+    _wrong = count_known
+
+    def count_known(catalogue, queries):
+        time.sleep(10)
+        return _wrong(catalogue, queries)
 """,
         "unknown_ids": UNKNOWN + "\n" + _IN_WORKER + """    __import__("time").sleep(55)
 """,
