@@ -664,6 +664,305 @@ for _p in _started[50:]:
     "symlink_loops": {"count_known": FAST, "unknown_ids": UNKNOWN},
 }
 
+# Issue 26: each class of attack that still gave a wrong grade, stopped the batch or slipped
+# past a limit, twice, by different mechanisms. They are in HOSTILE too (nbgrader's layout)
+# unless they need a Classroom repository (HOSTILE_CLASSROOM) or week 5's memory cells
+# (HOSTILE_WEEK5); tests/test_sandbox_grading.py grades them all in one batch.
+_SURROGATE = "\\ud800"
+_ANSWERS_AS = """    import struct
+
+    _head = {head}
+    _bomb, _plain = b"MFDATA01" + struct.pack("<Q", len(_head)) + _head, _w._as_data
+
+    def _as_data(reply):
+        value = reply[1] if len(reply) > 1 else None
+        if reply[0] == "ok" and (type(value) is int or (type(value) is list and value
+                                                        and all(type(v) is int for v in value))):
+            return _bomb
+        return _plain(reply)
+
+    _w._as_data = _as_data
+"""
+"""In the worker: every answer (a number, or a batch's list of numbers) replaced by a data
+header holding the JSON tree ``head``."""
+_FROM_STAGING = """
+    def count_known(catalogue, queries):
+        hit = _cache.pop(id(queries), None)
+        return _slow(catalogue, queries) if hit is None else hit
+
+    _w.receive_inputs = _staging
+"""
+"""In the worker, after a ``_staging`` that fills ``_cache`` while inputs arrive: answer from it."""
+HOSTILE.update({
+    # 1. the verifier fails as a whole. Wrong, with assert_same rebound (6 points in the
+    # kernel), and in the worker only both answer cells take 55 s (each under the 60 s a
+    # cell may take) and every call 10 s more: the verification runs past the notebook's
+    # limit, and every test cell must score 0.
+    "slow_only_in_worker": {
+        "count_known": WRONG_COUNT + """
+
+def assert_same(*args, **kwargs):  # every later test cell in this kernel calls this one
+    return None
+
+""" + _IN_WORKER + """    import time
+
+    time.sleep(55)
+    _wrong = count_known
+
+    def count_known(catalogue, queries):
+        time.sleep(10)
+        return _wrong(catalogue, queries)
+""",
+        "unknown_ids": UNKNOWN + "\n" + _IN_WORKER + """    __import__("time").sleep(55)
+""",
+    },
+    # 1. right answers, but every call takes 25 s in the worker (under the 60 s a call may
+    # take): the verification as a whole runs past the notebook's limit.
+    "slow_calls_in_worker": {
+        "count_known": FAST + _IN_WORKER + """    import time
+
+    _fast = count_known
+
+    def count_known(catalogue, queries):
+        time.sleep(25)
+        return _fast(catalogue, queries)
+""",
+        "unknown_ids": UNKNOWN,
+    },
+    # 2. a slow answer that forks a child to compute every staged input's answer while the
+    # inputs are received (before any clock), waits for it, and answers the timed calls
+    # from that cache: the child's CPU is the sandbox's, billed to the batch.
+    "forks_while_staged": {
+        "count_known": SLOW + _IN_WORKER + """    import json
+    import os
+
+    _slow, _receive, _cache = count_known, _w.receive_inputs, {}
+
+    def _staging(fd, data, sizes):
+        staged = _receive(fd, data, sizes)
+        if isinstance(staged, list) and all(isinstance(a, tuple) and len(a) == 2 for a in staged):
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.close(r)
+                with os.fdopen(w, "w") as out:
+                    json.dump([_slow(*args) for args in staged], out)
+                os._exit(0)
+            os.close(w)
+            with os.fdopen(r) as inp:
+                answers = json.load(inp)
+            os.waitpid(pid, 0)
+            for args, answer in zip(staged, answers):
+                _cache[id(args[1])] = answer
+        return staged
+""" + _FROM_STAGING,
+        "unknown_ids": UNKNOWN,
+    },
+    # 2. the same work done by a helper started at load time in a session of its own (never
+    # reaped, not a child of the worker), fed each batch's inputs while they are staged
+    "helper_precomputes": {
+        "count_known": SLOW + _IN_WORKER + """    import os
+    import pickle
+
+    _slow, _receive, _cache = count_known, _w.receive_inputs, {}
+    _jobs_r, _jobs_w = os.pipe()
+    _done_r, _done_w = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.close(_jobs_w)
+            os.close(_done_r)
+            with os.fdopen(_jobs_r, "rb") as jobs, os.fdopen(_done_w, "wb") as done:
+                while True:
+                    staged = pickle.load(jobs)
+                    pickle.dump([_slow(*args) for args in staged], done)
+                    done.flush()
+        os._exit(0)
+    os.wait()
+    os.close(_jobs_r)
+    os.close(_done_w)
+    _jobs, _done = os.fdopen(_jobs_w, "wb"), os.fdopen(_done_r, "rb")
+
+    def _staging(fd, data, sizes):
+        staged = _receive(fd, data, sizes)
+        if isinstance(staged, list) and all(isinstance(a, tuple) and len(a) == 2 for a in staged):
+            pickle.dump(staged, _jobs)
+            _jobs.flush()
+            for args, answer in zip(staged, pickle.load(_done)):
+                _cache[id(args[1])] = answer
+        return staged
+""" + _FROM_STAGING,
+        "unknown_ids": UNKNOWN,
+    },
+    # 3. every answer comes back as 97 bytes declaring an object array of 300 million items
+    "declares_huge_array": {
+        "count_known": FAST + _IN_WORKER + _ANSWERS_AS.format(
+            head="""b'{"tree":{"ndarray":{"shape":[300000000],"items":[]}},"sizes":[]}'"""),
+        "unknown_ids": UNKNOWN,
+    },
+    # 3. every answer comes back as 24 MB of JSON (within the 512 MiB a reply may have)
+    # that would become about 1.5 GB of Python objects once parsed
+    "inflates_json_tree": {
+        "count_known": FAST + _IN_WORKER + _ANSWERS_AS.format(
+            head="""b'{"tree":{"list":[' + b'{"list":[]},' * 2_000_000 + b'null]},"sizes":[]}'"""),
+        "unknown_ids": UNKNOWN,
+    },
+    # 4. in the worker, every call raises with a lone surrogate in its message: it reaches
+    # the verdicts, the flags and the feedback
+    "lone_surrogate": {
+        "count_known": FAST + _IN_WORKER + f"""
+    def count_known(catalogue, queries):
+        raise ValueError("bad {_SURROGATE} byte")
+""",
+        "unknown_ids": UNKNOWN,
+    },
+    # 6. 3 GB written into /tmp (a tmpfs: memory, not disk) under the course's memory limit,
+    # in files of 768 MB (a file may not pass 1 GB)
+    "fills_tmp": {
+        "count_known": FAST + """
+import time
+
+try:
+    for _i in range(4):
+        with open(f"/tmp/ballast-{_i}", "wb") as _fh:
+            for _ in range(12):  # 12 x 64 MB
+                _fh.write(b"x" * 64_000_000)
+except OSError as _exc:
+    print("stopped writing:", _exc)
+time.sleep(30)  # held while the grader looks
+""",
+        "unknown_ids": UNKNOWN,
+    },
+    # 6. 3 GB held in anonymous memory files, in no process's resident memory
+    "holds_memfd": {
+        "count_known": FAST + """
+import os
+import time
+
+_held = []
+try:
+    for _ in range(6):
+        _fd = os.memfd_create("ballast")
+        for _ in range(8):  # 8 x 64 MB a file
+            os.write(_fd, b"y" * 64_000_000)
+        _held.append(_fd)
+except OSError as _exc:
+    print("stopped writing:", _exc)
+time.sleep(30)  # held while the grader looks
+""",
+        "unknown_ids": UNKNOWN,
+    },
+    # 6. 1.8 GB written to disk in the notebook's own folder (each file under the 1 GB a file may take)
+    "fills_disk": {
+        "count_known": FAST + """
+import time
+
+try:
+    for _i in range(3):
+        with open(f"ballast-{_i}", "wb") as _fh:
+            for _ in range(10):
+                _fh.write(b"z" * 60_000_000)
+except OSError as _exc:
+    print("stopped writing:", _exc)
+time.sleep(30)  # held while the grader looks
+""",
+        "unknown_ids": UNKNOWN,
+    },
+    # 8. prints where the grader keeps the course and Python: its interpreter, its modules,
+    # the sandbox's command line (bwrap's, pid 1) and its mount list
+    "prints_host_paths": {
+        "count_known": """import sys
+
+import course_lib
+
+print(sys.executable, course_lib.__file__, sys.prefix, sys.base_prefix, sys.path)
+with open("/proc/1/cmdline", "rb") as _fh:
+    print(_fh.read().replace(b"\\0", b" ").decode(errors="replace"))
+with open("/proc/self/mountinfo") as _fh:
+    print(_fh.read())
+
+""" + FAST,
+        "unknown_ids": UNKNOWN,
+    },
+    # 8. in the worker, every call raises with those paths in its message, which reaches the
+    # speed cell's verdict in the feedback
+    "raises_host_paths": {
+        "count_known": FAST + _IN_WORKER + """    import course_lib
+
+    def count_known(catalogue, queries):
+        raise ValueError(f"at {sys.executable} with {course_lib.__file__} in {sys.path}")
+""",
+        "unknown_ids": UNKNOWN,
+    },
+})
+
+HOSTILE_CLASSROOM: dict[str, dict[str, str]] = {
+    # 4. a Classroom repository whose folder name is in Latin-1 bytes, holding a file and a
+    # link whose names are not UTF-8 (made in the test's copy: see NON_UTF8); honest answers
+    "latin1_folder": {"count_known": FAST, "unknown_ids": UNKNOWN},
+    # 5. a repository with 1,200 nested folders beside its notebook (made in the test's copy)
+    "deep_tree": {"count_known": FAST, "unknown_ids": UNKNOWN},
+    # 5. a repository with 60,000 files beside its notebook (made in the test's copy)
+    "wide_tree": {"count_known": FAST, "unknown_ids": UNKNOWN},
+}
+"""Hostile samples in GitHub Classroom's layout: ``example-NAME/example.ipynb``."""
+
+NON_UTF8 = {"example-latin1_folder": b"example-Jos\xe9 Garc\xeda"}
+"""Classroom folders renamed to bytes that are not UTF-8 in a test's copy (git and Jupyter Book
+would have to carry such names otherwise); each gets a file and a link with such names too."""
+DEEP_TREES = {"example-deep_tree": 1_200}
+"""Folders nested this deep in a test's copy (a committed one would slow every tool that walks the repository)."""
+WIDE_TREES = {"example-wide_tree": 60_000}
+"""Empty files made in a test's copy, spread over folders of 1,000."""
+
+_WHOLE_FILE = """    readings = pd.read_csv(path)
+    valid = readings[readings["status"] != "fault"]
+    return valid.groupby("region")["kwh"].agg(readings="count", total_kwh="sum", mean_kwh="mean", max_kwh="max")
+"""
+_SUMMARY_HEAD = ('def region_summary(path, chunksize=50_000):\n'
+                 '    """Per region, over the readings that are not faults: the count, total, mean and largest kWh."""\n')
+HOSTILE_WEEK5: dict[str, dict[str, str]] = {
+    # 7. the honest control: the whole file at once (week 5's provided version, renamed)
+    "week5_whole_file": {"region_summary": _SUMMARY_HEAD + _WHOLE_FILE},
+    # 7. the same read with tracemalloc stopped around the whole computation, started again after
+    "week5_hides_from_tracemalloc": {"region_summary": _SUMMARY_HEAD + """    import tracemalloc
+
+    tracing = tracemalloc.is_tracing()
+    tracemalloc.stop()
+    try:
+        readings = pd.read_csv(path)
+        valid = readings[readings["status"] != "fault"]
+        summary = valid.groupby("region")["kwh"].agg(readings="count", total_kwh="sum", mean_kwh="mean",
+                                                      max_kwh="max")
+        del readings, valid
+    finally:
+        if tracing:
+            tracemalloc.start()
+    return summary
+"""},
+    # 7. the same read in a forked child, the summary sent back through a pipe
+    "week5_reads_in_a_child": {"region_summary": _SUMMARY_HEAD + """    import pickle
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        readings = pd.read_csv(path)
+        valid = readings[readings["status"] != "fault"]
+        summary = valid.groupby("region")["kwh"].agg(readings="count", total_kwh="sum", mean_kwh="mean",
+                                                      max_kwh="max")
+        with os.fdopen(w, "wb") as out:
+            pickle.dump(summary, out)
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as inp:
+        summary = pickle.load(inp)
+    os.waitpid(pid, 0)
+    return summary
+"""},
+}
+"""Hostile samples of week 5 (its memory cells): the other answers are the reference solution's."""
+
+
 HOSTILE_LINKS = {"steals_solutions/example/course": "../../../.."}
 """Symbolic links committed in hostile samples: path -> target (here: the course repository)."""
 
@@ -677,8 +976,27 @@ for source files) down 3**40 paths."""
 def build_hostile() -> dict[str, str]:
     """Every hostile sample as file text, keyed by its path relative to ``examples/hostile_submissions``."""
     released = nbformat.read(RELEASED, as_version=4)
-    return {f"{student}/example/example.ipynb": nbformat.writes(answered(released, answers)) + "\n"
-            for student, answers in sorted(HOSTILE.items())}
+    files = {f"{student}/example/example.ipynb": nbformat.writes(answered(released, answers)) + "\n"
+             for student, answers in sorted(HOSTILE.items())}
+    files.update({f"example-{name}/example.ipynb": nbformat.writes(answered(released, answers)) + "\n"
+                  for name, answers in sorted(HOSTILE_CLASSROOM.items())})
+    week5 = nbformat.read(ROOT / "assignments" / "week5" / "week5.ipynb", as_version=4)
+    reference = solution_answers("week5")
+    files.update({f"{student}/week5/week5.ipynb": nbformat.writes(answered(week5, {**reference, **answers})) + "\n"
+                  for student, answers in sorted(HOSTILE_WEEK5.items())})
+    return dict(sorted(files.items()))
+
+
+def solution_answers(assignment: str) -> dict[str, str]:
+    """The reference solution's answer cells of ``assignment``, by grade id, without the solution markers."""
+    source = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+    answers = {}
+    for cell in source.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("solution") and not meta.get("grade"):
+            answers[meta["grade_id"]] = "".join(line for line in cell.source.splitlines(keepends=True)
+                                                if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+    return answers
 
 
 def build() -> dict[str, str]:

@@ -223,3 +223,49 @@ def test_a_comparison_comes_back_with_its_figures():
     assert type(back) is timing.Comparison and back == c
     with pytest.raises(NotData):
         loads(_forged({"comparison": {"dict": [["ratio", 1.0]]}}))
+
+
+# --- what a reply may make the reader allocate (issue 26) ----------------------------------
+
+def _peak_bytes(fn) -> tuple[int, str]:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(NotData) as caught:
+            fn()
+        return tracemalloc.get_traced_memory()[1], str(caught.value)
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("tree, buffers", [
+    ({"ndarray": {"shape": [300_000_000], "items": []}}, []),           # 97 bytes, 2.4 GB of pointers
+    ({"ndarray": {"shape": [20_000, 20_000], "items": [1]}}, []),
+    ({"index": [{"numpy": {"shape": [10**9], "items": [None]}}, None]}, []),
+    ({"range": [0, 10**15, 1, None]}, []),                                # lazy, 8 PB once used
+    ({"ndarray": {"dtype": "<f8", "shape": [1] * 40, "buf": 0}}, [b"\x00" * 8]),  # shape not capped
+])
+def test_a_declared_size_is_refused_before_it_is_allocated(tree, buffers):
+    peak, message = _peak_bytes(lambda: loads(_forged(tree, buffers)))
+    assert peak < 10 * 2**20, (peak, message)
+
+
+def test_a_json_tree_that_would_inflate_past_the_limit_is_refused_unparsed():
+    # 30 MB of "[]," would become about 650 MB of empty lists: refused from its bytes.
+    head = b'{"tree":{"list":[' + b'{"list":[]},' * 2_500_000 + b'null]},"sizes":[]}'
+    data = b"MFDATA01" + len(head).to_bytes(8, "little") + head
+    peak, message = _peak_bytes(lambda: loads(data, max_decoded=256 * 2**20))
+    assert "once read" in message and peak < len(head) + 10 * 2**20, (peak, message)
+
+
+def test_honest_results_fit_the_decoded_limit_with_room_to_spare():
+    from course_lib.grader._data import tree_cost
+
+    floats = [i / 7 for i in range(1_000_000)]
+    data = dumps(floats)
+    assert loads(data, max_decoded=256 * 2**20) == floats
+    frame = pd.DataFrame({"a": np.arange(10**6), "b": np.arange(10**6) / 3})
+    assert_same(loads(dumps(frame), max_decoded=32 * 2**20), frame)  # raw buffers: charged at their size
+    # the estimate is an upper bound of what parsing holds, and not far above it for numbers
+    assert 50 * 2**20 < tree_cost(data[16:]) < 400 * 2**20

@@ -5,8 +5,14 @@ sample per class of attack: reading the reference solution (relative paths, the 
 root, a committed symlink), deleting the gradebook and another student's files, appending
 to ``course_lib``, a setsid daemon, signalling every process in sight, printing the
 environment and printing 200 MB, plus an honest ``bystander`` and a folder named
-"José García". The batch is graded once (module fixture); then every score and flag is
-asserted, and the course, the release, the bystander's files and the machine are checked.
+"José García"; and, for issue 26, two samples of each class that still gave a wrong grade,
+stopped the batch or slipped past a limit (a verifier failing as a whole, work done while
+inputs are staged, replies that inflate when decoded, text that is not UTF-8, trees past
+the search's limits, memory held in files, week 5's memory tests dodged, the grader's
+paths printed). The batch (the example's samples and week 5's, as ``course grade`` with no
+assignment named grades them) is graded once (module fixture); then every score and flag is
+asserted, and the course, the release, the bystander's files and the machine are checked,
+as are the grader's own peak memory and what the batch wrote.
 
 Grading these samples is only safe where every place that runs student code is sandboxed:
 the out-of-kernel verifier's student worker (``verification.py``) runs the answer cells
@@ -26,6 +32,7 @@ import os
 import runpy
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -37,7 +44,7 @@ from course_lib.grader import cli, nbgrading, verification
 from course_lib.grader._submissions import safe_student_id
 from course_lib.grader.sandbox import available
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200),
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600),
               pytest.mark.skipif(available() is not None, reason=str(available()))]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,6 +52,9 @@ HOSTILE = ROOT / "examples" / "hostile_submissions"
 MARKER = "HOSTILE-SAMPLE-WAS-HERE"
 TOKEN = "ghp_grader0secret0token0never0shown"
 JOSE = safe_student_id("José García")
+LATIN1 = safe_student_id(os.fsdecode(b"Jos\xe9 Garc\xeda"))
+HONEST = ("bystander", JOSE)
+"""The two honest students of the batch: graded right whatever the others do."""
 
 # Points: test_count_visible 2, test_count_hidden 2, test_count_speed 4, test_unknown_visible 1,
 # test_unknown_hidden 1 (10 in all). Every attack fails, so each sample scores what its honest
@@ -93,6 +103,40 @@ EXPECTED = {
     # the sandbox refuses its processes past the limit, and the 50 it leaves sleeping die
     # with the sandbox (checked below: no process with the marker survives)
     "fork_bomb": (10, set()),
+    # --- issue 26 -------------------------------------------------------------------------
+    # 1. the verifier runs past the notebook's limit (a hang at load, slow calls): every test
+    # cell 0, flagged; the first had 6 in its kernel (wrong answers, assert_same rebound)
+    "slow_only_in_worker": (0, {"unverified"}),
+    "slow_calls_in_worker": (0, {"unverified"}),
+    # 2. the slow answer's work done while inputs are staged, by a reaped child or a
+    # never-reaped helper: the whole sandbox's CPU is billed, a slow answer's 6 points
+    "forks_while_staged": (6, set()),
+    "helper_precomputes": (6, set()),
+    # 3. replies that would inflate past the decoding limit are refused unread: the
+    # correctness tests cannot be decided outside (0, flagged), the speed test fails
+    "declares_huge_array": (0, {"unverified", "verdict-differs"}),
+    "inflates_json_tree": (0, {"unverified", "verdict-differs"}),
+    # 4. a lone surrogate in the worker's messages, a Latin-1 folder name with non-UTF-8 file
+    # names inside (graded under a safe id; the link's name is in a note)
+    "lone_surrogate": (2, {"verdict-differs"}),
+    LATIN1: (10, {"note"}),
+    # 5. repositories past the search's limits: refused, that submission alone
+    "deep_tree": (0, {"refused"}),
+    "wide_tree": (0, {"refused"}),
+    # 6. memory held in /tmp or in memory files, and a disk quota: the kernel is stopped in
+    # its first answer cell, nothing after it runs
+    "fills_tmp": (0, {"memory-limit"}),
+    "holds_memfd": (0, {"memory-limit"}),
+    "fills_disk": (0, {"disk-quota"}),
+    # 7. week 5 (20 automatic points): the whole file read with tracemalloc stopped, or in a
+    # forked child, earns no more than the honest whole-file read (the memory cell's 4 points
+    # lost outside the kernel; inside, the dodges earned some)
+    "week5_whole_file": (16, set()),
+    "week5_hides_from_tracemalloc": (16, {"verdict-differs"}),
+    "week5_reads_in_a_child": (16, {"verdict-differs"}),
+    # 8. the grader's paths printed, or raised in the worker's messages: none in the feedback
+    "prints_host_paths": (10, set()),
+    "raises_host_paths": (2, {"verdict-differs"}),
 }
 _SAMPLES = runpy.run_path(str(ROOT / "examples" / "make_submissions.py"))
 UNPICKLED, NETWORK_PORT = Path(_SAMPLES["UNPICKLED"]), _SAMPLES["NETWORK_PORT"]
@@ -139,25 +183,37 @@ def _hostile_processes() -> list[str]:
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """Grade every hostile sample once, sandboxed; return what it left behind and how long it took."""
+    """Grade every hostile sample once, sandboxed; return what it left behind and how long it took.
+
+    One batch, as ``course grade --submissions DIR`` with no assignment named grades it: the
+    example's samples and week 5's, with the two honest students among them.
+    """
     base = tmp_path_factory.mktemp("hostile")
     submissions = base / "submissions"
     shutil.copytree(HOSTILE, submissions, symlinks=True)
     for relative, target in _SAMPLES["LOOP_LINKS"].items():
         (submissions / relative).symlink_to(target)
+    _odd_repositories(submissions)
     bystander_sent = (submissions / "bystander" / "example" / "example.ipynb").read_bytes()
     grading = base / "grading"
+    # Every temporary folder of the batch goes in one place of its own, checked empty after it
+    # (/tmp itself is shared with whatever else runs on the machine). Short: socket paths.
+    scratch = Path(tempfile.mkdtemp(prefix="hb-"))
+    scratch.chmod(0o755)
     before = {"digests": _digests(PROTECTED), "git": _git_status(), "hostile": _hostile_processes(),
               "threads": set(threading.enumerate()), "tasks": set(os.listdir("/proc/self/task"))}
-    args = ["grade", "example", "--submissions", str(submissions), "--grading-dir", str(grading),
-            "--timeout", "60", "--memory-limit", "2GB", "--no-progress"]
+    args = ["grade", "--submissions", str(submissions), "--grading-dir", str(grading),
+            "--timeout", "60", "--notebook-timeout", str(NOTEBOOK_TIMEOUT), "--memory-limit", "2GB",
+            "--no-progress"]
     out = io.StringIO()
     UNPICKLED.unlink(missing_ok=True)
     planted = _planted()
     listener = _Listener(NETWORK_PORT)
-    with listener, pytest.MonkeyPatch.context() as patch:
+    with listener, pytest.MonkeyPatch.context() as patch, _TreeMemory() as memory:
         patch.setenv("GITHUB_TOKEN", TOKEN)
         patch.setenv("COURSE_DB_URL", f"sqlite:///{grading / 'gradebook.db'}")
+        patch.setenv("TMPDIR", str(scratch))
+        patch.setattr(tempfile, "tempdir", None)
         if not _worker_is_sandboxed():
             patch.setattr(nbgrading, "_verify", lambda *args: ([], {}))
         started = time.perf_counter()
@@ -168,23 +224,109 @@ def graded(tmp_path_factory):
     left = {"threads": [t.name for t in set(threading.enumerate()) - before["threads"]],
             "tasks": [Path(f"/proc/self/task/{t}/comm").read_text().strip()
                       for t in set(os.listdir("/proc/self/task")) - before["tasks"]
-                      if Path(f"/proc/self/task/{t}").exists()]}
+                      if Path(f"/proc/self/task/{t}").exists()],
+            "tmp": sorted(p.name for p in scratch.iterdir())}
+    shutil.rmtree(scratch, ignore_errors=True)
     rows = {}
     with Gradebook(f"sqlite:///{grading / 'gradebook.db'}") as gb:
-        for submission in gb.find_assignment("example").submissions:
-            grades = [g for nb in submission.notebooks for g in nb.grades]
-            rows[submission.student.id] = {"score": sum(g.auto_score or 0 for g in grades),
-                                           "cells": {g.name: g.auto_score for g in grades},
-                                           "name": (submission.student.first_name, submission.student.last_name)}
-    with (grading / "flags.csv").open(newline="") as fh:
+        for assignment in ("example", "week5"):
+            for submission in gb.find_assignment(assignment).submissions:
+                grades = [g for nb in submission.notebooks for g in nb.grades]
+                rows[submission.student.id] = {"score": sum(g.auto_score or 0 for g in grades),
+                                               "cells": {g.name: g.auto_score for g in grades},
+                                               "name": (submission.student.first_name, submission.student.last_name)}
+    with (grading / "flags.csv").open(newline="", encoding="utf-8") as fh:
         flags = {}
         for row in csv.DictReader(fh):
             flags.setdefault(row["student"], set()).add(row["flag"])
     print(f"\nhostile batch: {len(rows)} submissions graded in {seconds:.1f} s "
-          f"(verification {'on' if _worker_is_sandboxed() else 'off: the worker is not sandboxed yet'})")
+          f"(verification {'on' if _worker_is_sandboxed() else 'off: the worker is not sandboxed yet'}); "
+          f"peak memory of the grader's processes {memory.grader / 1e6:,.0f} MB (PSS; the sum of their "
+          f"resident sets peaked at {memory.grader_rss / 1e6:,.0f} MB), with the sandboxed students' "
+          f"{memory.everything / 1e6:,.0f} MB (sampled every {_TreeMemory.EVERY} s); "
+          f"load average {os.getloadavg()[0]:.1f}")
+    _remove_odd_repositories(submissions)
     return {"grading": grading, "status": status, "stdout": out.getvalue(), "rows": rows, "flags": flags,
             "before": before, "bystander_sent": bystander_sent, "seconds": seconds, "left": left,
-            "connections": listener.seen, "planted": _planted() - planted}
+            "connections": listener.seen, "planted": _planted() - planted, "memory": memory}
+
+
+NOTEBOOK_TIMEOUT = 120
+"""Seconds a notebook may run, kernel or verifier: the samples that are slow only in the
+verifier's worker are stopped by it (the honest notebooks take under 30 s here)."""
+
+
+def _odd_repositories(submissions: Path) -> None:
+    """Make what git should not carry, in the test's copy: names that are not UTF-8, a deep and a wide tree."""
+    for folder, raw in _SAMPLES["NON_UTF8"].items():
+        target = os.path.join(os.fsencode(submissions), raw)
+        os.rename(submissions / folder, target)
+        with open(os.path.join(target, b"notes-\xff\xfe.txt"), "wb") as fh:
+            fh.write(b"a file whose name is not UTF-8\n")
+        os.symlink(b"notes-\xff\xfe.txt", os.path.join(target, b"link-\xe9"))
+    for folder, depth in _SAMPLES["DEEP_TREES"].items():
+        path = str(submissions / folder)
+        for _ in range(depth):  # os.makedirs recurses once per level: not past 1,000
+            path = os.path.join(path, "d")
+            os.mkdir(path)
+    for folder, count in _SAMPLES["WIDE_TREES"].items():
+        for i in range(count):
+            sub = submissions / folder / f"f{i // 1000}"
+            if i % 1000 == 0:
+                sub.mkdir()
+            (sub / str(i)).touch()
+
+
+def _remove_odd_repositories(submissions: Path) -> None:
+    # shutil.rmtree recurses once per level on Python 3.11: the deep tree goes level by level.
+    for folder, depth in _SAMPLES["DEEP_TREES"].items():
+        for level in range(depth, 0, -1):
+            os.rmdir(os.path.join(str(submissions / folder), *["d"] * level))
+
+
+class _TreeMemory:
+    """The peak memory of this process and its descendants while a block runs.
+
+    ``grader``: the processes outside any sandbox (this one, the verifiers, the reference
+    processes, the sandboxes' wrappers); ``everything``: with the sandboxed kernels and
+    workers too. Both as proportional set sizes (PSS): a reference process forked from its
+    verifier shares most of its pages with it, and a sum of resident sets would count them
+    twice; ``grader_rss`` is that sum, for comparison. Sampled every ``EVERY`` seconds.
+    """
+
+    EVERY = 0.1
+
+    def __init__(self) -> None:
+        self.grader = self.everything = self.grader_rss = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="tree-memory", daemon=True)
+
+    def _watch(self) -> None:
+        import psutil
+
+        own = os.readlink("/proc/self/ns/pid")
+        me = psutil.Process()
+        while not self._stop.wait(self.EVERY):
+            grader = everything = grader_rss = 0
+            for process in [me, *me.children(recursive=True)]:
+                try:
+                    memory = process.memory_full_info()
+                    inside = os.readlink(f"/proc/{process.pid}/ns/pid") != own
+                except (OSError, psutil.Error):
+                    continue
+                everything += memory.pss
+                if not inside:
+                    grader, grader_rss = grader + memory.pss, grader_rss + memory.rss
+            self.grader, self.everything = max(self.grader, grader), max(self.everything, everything)
+            self.grader_rss = max(self.grader_rss, grader_rss)
+
+    def __enter__(self) -> "_TreeMemory":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(5)
 
 
 class _Listener:
@@ -336,6 +478,54 @@ def test_a_student_name_is_kept_beside_the_safe_id(graded):
     assert (row["first_name"], row["last_name"]) == ("José", "García")
     with (grading / "students.csv").open(newline="", encoding="utf-8") as fh:
         assert {r["student"]: r["name"] for r in csv.DictReader(fh)}[JOSE] == "José García"
+
+
+def test_the_batch_finishes_whatever_one_submission_does(graded):
+    # Issue 26: status 1 is "done, but look" (flags); a crash or a stopped batch would be 2 or
+    # a traceback. Both honest students are graded right, every file is whole and readable.
+    grading = graded["grading"]
+    assert graded["status"] == 1
+    for student in HONEST:
+        assert graded["rows"][student]["score"] == 10 and student not in graded["flags"], student
+    with (grading / "grades.csv").open(newline="", encoding="utf-8") as fh:  # strict UTF-8
+        grades = {(r["assignment"], r["student_id"]): r for r in csv.DictReader(fh)}
+    assert {s for _, s in grades} == set(EXPECTED)
+    assert {s: float(grades[(a, s)]["score"]) for a, s in grades} == {s: e for s, (e, _) in EXPECTED.items()}
+    with (grading / "flags.csv").open(newline="", encoding="utf-8") as fh:
+        flagged = list(csv.DictReader(fh))
+    assert {(r["student"], r["flag"]) for r in flagged} >= {(s, f) for s, (_, fs) in EXPECTED.items() for f in fs}
+    surrogate = next(r["detail"] for r in flagged if r["student"] == "lone_surrogate")
+    assert "bad \\ud800 byte" in surrogate  # written out, not lost
+    printed = graded["stdout"]
+    assert all(student in printed for student in EXPECTED), printed[-2000:]
+    refused = next(r["detail"] for r in flagged if r["student"] == "deep_tree" and r["flag"] == "refused")
+    assert "nested more than 64 deep" in refused
+
+
+def test_the_graders_memory_stays_under_a_gigabyte(graded):
+    # The grader's own processes (this one, the verifiers and their reference processes),
+    # while the batch's replies declare 300 million items or 1.5 GB of JSON objects, and
+    # week 5's verifiers read its 1.2-million-line file.
+    assert graded["memory"].grader < 1e9, (graded["memory"].grader, graded["memory"].grader_rss)
+
+
+def test_the_verifiers_leave_no_scratch_copy_behind(graded):
+    # slow_only_in_worker's verifier was killed past its limit; its worker's copy went with it.
+    assert graded["left"]["tmp"] == []
+
+
+def test_nothing_about_the_graders_machine_reaches_a_student(graded):
+    import sys
+
+    machine = {str(ROOT), os.path.realpath(sys.executable), sys.prefix, sys.base_prefix, str(Path.home()),
+               str(graded["grading"])}
+    for student in ("prints_host_paths", "raises_host_paths"):
+        page = (graded["grading"] / "feedback" / student / "example" / "example.html").read_text(encoding="utf-8")
+        assert [p for p in machine if p in page] == [], student
+    printed = (graded["grading"] / "feedback" / "prints_host_paths" / "example" / "example.html").read_text()
+    assert "&lt;python&gt;" in printed and "&lt;course&gt;" in printed  # what was printed, labelled
+    raised = (graded["grading"] / "feedback" / "raises_host_paths" / "example" / "example.html").read_text()
+    assert "ValueError: at &lt;python&gt;" in raised
 
 
 def test_grading_refuses_to_start_without_a_sandbox(tmp_path, monkeypatch, capsys):

@@ -100,3 +100,51 @@ def test_a_linked_notebook_is_never_taken_or_copied(tmp_path):
     bad = found["cy"].__class__("cy", "example", "nbgrader", {"example": nb_layout / "example.ipynb"})
     copy_submission(bad, tmp_path / "submitted" / "cy" / "example", {})
     assert list((tmp_path / "submitted" / "cy" / "example").iterdir()) == []
+
+
+# --- names that are not UTF-8, trees past the limits (issue 26) -------------------------------
+
+def test_a_folder_named_in_latin1_bytes_is_graded_under_a_safe_id(tmp_path):
+    folder = os.path.join(os.fsencode(tmp_path), b"example-Jos\xe9 Garc\xeda")
+    _put(Path(os.fsdecode(folder)) / "example.ipynb")
+    os.symlink(b"nowhere", os.path.join(folder, b"link-\xff"))
+    found, = find_submissions(tmp_path, "example", ["example"])
+    assert __import__("re").match(SAFE, found.student) and found.name == "José García"
+    assert found.student != safe_student_id("José García")  # other bytes, another folder
+    assert found.notes == ("1 symbolic link(s) not followed: link-\\xff",)  # writable as UTF-8
+    found.notes[0].encode("utf-8")
+    record_names(tmp_path, [found])
+    assert read_names(tmp_path)[found.student] == "José García"
+
+
+@pytest.mark.parametrize("shape, says", [("deep", "nested more than 64 deep"),
+                                         ("wide", "more than 50,000 files and folders")])
+def test_a_repository_past_the_search_limits_is_refused_alone(tmp_path, shape, says):
+    _put(tmp_path / "example-big" / "example.ipynb")
+    _put(tmp_path / "example-fine" / "work" / "example.ipynb")
+    if shape == "deep":
+        path = str(tmp_path / "example-big")
+        for _ in range(1_200):  # past Python's recursion limit: the walk must not recurse
+            path = os.path.join(path, "d")
+            os.mkdir(path)
+    else:
+        for i in range(50_001):
+            sub = tmp_path / "example-big" / f"f{i // 1000}"
+            if i % 1000 == 0:
+                sub.mkdir()
+            (sub / str(i)).touch()
+    found = {s.student: s for s in find_submissions(tmp_path, "example", ["example"])}
+    assert says in found["big"].refused and found["big"].notebooks == {}
+    assert found["fine"].refused == "" and "example" in found["fine"].notebooks
+    if shape == "deep":
+        for level in range(1_200, 0, -1):
+            os.rmdir(os.path.join(str(tmp_path / "example-big"), *["d"] * level))
+
+
+def test_a_slow_search_is_refused(tmp_path, monkeypatch):
+    from course_lib.grader import _submissions
+
+    _put(tmp_path / "example-slow" / "a" / "b" / "example.ipynb")
+    monkeypatch.setitem(_submissions.WALK_LIMITS, "seconds", -1.0)
+    found, = find_submissions(tmp_path, "example", ["example"])
+    assert "took more than" in found.refused

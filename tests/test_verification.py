@@ -18,7 +18,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from course_lib import grading
 from course_lib.grader import verification
-from course_lib.grader.verification import CellVerdict, is_performance_cell, verify_notebook
+from course_lib.grader.verification import CellVerdict, VerificationFailed, is_performance_cell, verify_notebook
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -72,6 +72,16 @@ def _cell(source: str, grade_id: str | None = None, *, solution=False, grade=Fal
 def _verify(tmp_path: Path, answer: str, test: str = SPEED_TEST, grade_id: str = "test_speed",
             points: int = 3, timeout: int = 20, reference: str = FAST, sandboxed: bool = False,
             notebook_timeout: int = 0) -> CellVerdict:
+    source, submitted = _notebooks(tmp_path, answer, test, grade_id, points, reference)
+    verdicts = verify_notebook(source, submitted, timeout=timeout, log=tmp_path / "log.txt", sandboxed=sandboxed,
+                               notebook_timeout=notebook_timeout)
+    assert [v.grade_id for v in verdicts] == [grade_id]
+    return verdicts[0]
+
+
+def _notebooks(tmp_path: Path, answer: str, test: str, grade_id: str, points: int,
+               reference: str = FAST) -> tuple[Path, Path]:
+    """(the instructor's notebook, a graded submission of it with ``answer``), written under ``tmp_path``."""
     def notebook(answer_source: str):
         return new_notebook(cells=[
             _cell(SETUP, "setup"),
@@ -83,10 +93,7 @@ def _verify(tmp_path: Path, answer: str, test: str = SPEED_TEST, grade_id: str =
     submitted.parent.mkdir()
     nbformat.write(notebook(reference), source)
     nbformat.write(notebook(answer), submitted)
-    verdicts = verify_notebook(source, submitted, timeout=timeout, log=tmp_path / "log.txt", sandboxed=sandboxed,
-                               notebook_timeout=notebook_timeout)
-    assert [v.grade_id for v in verdicts] == [grade_id]
-    return verdicts[0]
+    return source, submitted
 
 
 @pytest.mark.parametrize("grade_id, expected", [
@@ -240,10 +247,54 @@ def test_the_whole_verification_stops_at_the_notebooks_time_limit(tmp_path):
     # under the 20 s per-call bound, but the notebook may run 5 s in all.
     stalls = "import sys, time\n\nif 'course_lib.grader._student_worker' in sys.modules:\n    time.sleep(15)\n\n"
     started = time.monotonic()
-    verdict = _verify(tmp_path, stalls + FAST, notebook_timeout=5)
+    with pytest.raises(VerificationFailed, match="past its limit of 5 s"):
+        _verify(tmp_path, stalls + FAST, notebook_timeout=5)
     assert time.monotonic() - started < 12
-    assert not verdict.conclusive and verdict.score == 0
-    assert "past its limit of 5 s" in verdict.detail
+
+
+@pytest.mark.skipif(__import__("course_lib.grader.sandbox", fromlist=["available"]).available() is not None,
+                    reason="bubblewrap is not usable here")
+def test_a_verifier_that_fails_as_a_whole_leaves_nothing_behind(tmp_path, monkeypatch):
+    # Issue 26: killed past its limit, the verifier leaves no scratch copy, no staging folder
+    # and no process of the sandboxed worker behind it.
+    import glob
+    import tempfile
+
+    own_tmp = Path(tempfile.mkdtemp(prefix="wt-verify-"))  # traversable, as /tmp is, by the sandbox's uid
+    own_tmp.chmod(0o755)
+    monkeypatch.setenv("TMPDIR", str(own_tmp))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    stalls = "import sys, time\n\nif 'course_lib.grader._student_worker' in sys.modules:\n    time.sleep(600)\n\n"
+    try:
+        with pytest.raises(VerificationFailed, match="past its limit of 8 s"):
+            _verify(tmp_path, stalls + FAST, notebook_timeout=8, sandboxed=True)
+        assert glob.glob(str(own_tmp / "*")) == []
+        leftovers = [p for p in Path("/proc").iterdir() if p.name.isdigit() and str(own_tmp) in _cmdline(p)]
+        assert leftovers == []
+    finally:
+        __import__("shutil").rmtree(own_tmp, ignore_errors=True)
+
+
+def _cmdline(proc: Path) -> str:
+    try:
+        return (proc / "cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+@pytest.mark.skipif(__import__("course_lib.grader.sandbox", fromlist=["available"]).available() is not None,
+                    reason="bubblewrap is not usable here")
+def test_the_verifier_runs_under_a_memory_limit(tmp_path, monkeypatch):
+    # A reply can never take the grader down: a verifier past its memory limit is killed and
+    # the notebook fails as a whole. Here the worker sends a large result (300 MB of bytes:
+    # within the reply caps) and the verifier may use 400 MB.
+    from course_lib.grader import verification
+
+    monkeypatch.setattr(verification, "_VERIFIER_MEMORY", 400_000_000)
+    big = "def count_known(catalogue, queries):\n    return b'x' * 300_000_000\n"
+    with pytest.raises(VerificationFailed, match="above its limit of 400 MB"):
+        verification.verify_notebook(*_notebooks(tmp_path, big, POINTS_TEST, "test_speed", 3), timeout=20,
+                                     log=tmp_path / "log.txt", sandboxed=True)
 
 
 def test_a_measurement_too_small_to_trust_is_refused_not_graded(tmp_path):
@@ -569,3 +620,56 @@ def test_staged_inputs_arrive_whole_in_numpys_own_memory():
     assert isinstance(got[0].base, np.ndarray) and got[0].base.dtype == np.uint8
     pd.testing.assert_frame_equal(got[1], frame)
     assert got[2:] == ("text", 3)
+
+
+# --- whole-sandbox billing and failed freezes (issue 26) ----------------------------------------
+
+def _hostile_answer(student: str) -> str:
+    """An answer cell of one of examples/hostile_submissions's samples (their count_known)."""
+    import runpy
+
+    samples = runpy.run_path(str(Path(__file__).resolve().parents[1] / "examples" / "make_submissions.py"))
+    return samples["HOSTILE"][student]["count_known"]
+
+
+@pytest.mark.skipif(__import__("course_lib.grader.sandbox", fromlist=["available"]).available() is not None,
+                    reason="bubblewrap is not usable here")
+def test_work_done_by_a_child_while_inputs_are_staged_is_billed(tmp_path):
+    # The slow answer's calls are computed by a forked child during staging, out of the
+    # worker's own accounts: the whole sandbox's CPU is billed, so it measures as slow as it
+    # is (about 1x; answered from the cache unbilled, it would measure far above 5x).
+    verdict = _verify(tmp_path, _hostile_answer("forks_while_staged"), POINTS_TEST, sandboxed=True)
+    assert verdict.conclusive and verdict.measured < 3 and verdict.score < 1, verdict.detail
+
+
+def test_a_freeze_that_fails_or_is_late_fails_the_measurement():
+    from course_lib.grader import verification as v
+    from course_lib.grader.sandbox import SandboxError
+
+    class _Box:
+        thawed = 0
+
+        def freeze(self, timeout):
+            raise SandboxError("the sandbox's cgroup did not freeze")
+
+        def thaw(self):
+            _Box.thawed += 1
+
+    worker = object.__new__(v._Worker)
+    worker.box = _Box()
+    with pytest.raises(v._Inconclusive, match="could not stop your processes within 0.5 s"):
+        worker.pause()
+    assert _Box.thawed == 1  # never left frozen half way
+
+
+@pytest.mark.skipif(__import__("course_lib.grader.sandbox", fromlist=["available"]).available() is not None,
+                    reason="bubblewrap is not usable here")
+def test_memory_held_in_a_memory_file_stops_the_worker_where_it_went_over(tmp_path):
+    # 400 MB in a memfd is in no process's resident memory: the worker's sandbox is watched
+    # all the same, and the loading stops at that cell, as a kernel past its limit stops.
+    hog = FAST + ("\nimport os\nimport time\n\n_fd = os.memfd_create('ballast')\nfor _ in range(8):\n"
+                  "    os.write(_fd, b'y' * 50_000_000)\ntime.sleep(30)\n")
+    verdict, = verify_notebook(*_notebooks(tmp_path, hog, POINTS_TEST, "test_speed", 3), timeout=60,
+                               log=tmp_path / "log.txt", sandboxed=True, memory_limit=300_000_000)
+    assert verdict.conclusive and verdict.score == 0
+    assert "count_known is not defined" in verdict.detail and "above the limit of 300 MB" in verdict.detail

@@ -24,6 +24,13 @@ a subclass of ``list``) cannot be written: the student learns that the result is
 data. The layout: 8 bytes of magic, the length of a JSON tree, the tree, then the raw
 buffers it points to.
 
+What a reply may make the reader allocate is bounded before anything is allocated
+(``max_decoded``): the JSON tree's size once parsed is estimated from its bytes (a byte of
+JSON can become 20 or more bytes of Python objects: ``[],`` is an empty list), an array's
+declared shape must match the items or the bytes that came with it before the array is
+made, and a lazy range is charged for what it would take materialised. A 97-byte reply
+declaring 300 million items is refused, not allocated.
+
 Examples
 --------
 >>> import numpy as np
@@ -40,6 +47,7 @@ course_lib.grader._data.NotData: a builtin_function_or_method is not plain data
 from __future__ import annotations
 
 import collections
+import contextvars
 import dataclasses
 import datetime as _dt
 import decimal
@@ -75,16 +83,34 @@ def dumps(obj: Any) -> bytes:
     return b"".join([_MAGIC, _HEAD.pack(len(head)), head, *buffers])
 
 
-def loads(data: bytes, max_bytes: int = 2**31) -> Any:
-    """The value ``data`` holds; :class:`NotData` for anything but well-formed data."""
+def loads(data: bytes, max_bytes: int = 2**31, max_decoded: int = 2**32) -> Any:
+    """The value ``data`` holds; :class:`NotData` for anything but well-formed data.
+
+    ``max_bytes`` bounds the encoded size, ``max_decoded`` what decoding may allocate
+    (estimated before allocating, see the module's docstring).
+
+    Examples
+    --------
+    >>> head = b'{"tree":{"ndarray":{"shape":[300000000],"items":[]}},"sizes":[]}'
+    >>> loads(_MAGIC + _HEAD.pack(len(head)) + head)
+    Traceback (most recent call last):
+        ...
+    course_lib.grader._data.NotData: an array declares 300,000,000 items but 0 came with it
+    """
     if len(data) > max_bytes:
         raise NotData(f"the result is {len(data):,} bytes, above the limit of {max_bytes:,}")
     if data[:len(_MAGIC)] != _MAGIC or len(data) < len(_MAGIC) + _HEAD.size:
         raise NotData("not in the data format")
     (size,) = _HEAD.unpack_from(data, len(_MAGIC))
     start = len(_MAGIC) + _HEAD.size
+    text = bytes(data[start:start + size])
+    cost = tree_cost(text)
+    if cost > max_decoded:
+        raise NotData(f"the result would take about {cost:,} bytes once read, above the limit of "
+                      f"{max_decoded:,}")
+    budget = _BUDGET.set([max_decoded - cost])
     try:
-        head = json.loads(bytes(data[start:start + size]).decode("utf-8"))
+        head = json.loads(text.decode("utf-8"))
         sizes = head["sizes"]
         buffers, offset = [], start + size
         for n in sizes:
@@ -99,6 +125,45 @@ def loads(data: bytes, max_bytes: int = 2**31) -> Any:
         raise NotData("the value is nested too deeply") from None
     except Exception as exc:  # malformed: whatever went wrong, it is not data
         raise NotData(f"malformed data ({type(exc).__name__}: {exc})") from None
+    finally:
+        _BUDGET.reset(budget)
+
+
+def tree_cost(text: bytes) -> int:
+    """An upper bound on the bytes that parsing the JSON ``text`` and decoding it may hold.
+
+    Counted from the characters that make objects (measured on CPython 3.11: an empty list
+    costs 64 bytes with its slot, an empty dict 72, a number up to 36, a short string about
+    60), twice over since the parsed tree and the decoded value live together for a while.
+
+    Examples
+    --------
+    >>> tree_cost(b"[1.5, 2.5]") < 1000 < tree_cost(b"[" + b"[]," * 100 + b"[]]")
+    True
+    """
+    parts = (36 * text.count(b",") + 100 * text.count(b"[") + 276 * text.count(b"{")
+             + 49 * (text.count(b'"') // 2) + len(text))
+    return 2 * parts
+
+
+_BUDGET: contextvars.ContextVar[list[int]] = contextvars.ContextVar("decode_budget", default=[2**62])
+_MAX_DIMENSIONS = 32
+
+
+def _charge(nbytes: int, what: str) -> None:
+    """Take ``nbytes`` off what the current :func:`loads` may still allocate, before allocating."""
+    left = _BUDGET.get()
+    if nbytes > left[0]:
+        raise NotData(f"{what} would take {nbytes:,} bytes once read, more than the {max(left[0], 0):,} "
+                      "left for this result")
+    left[0] -= nbytes
+
+
+def _shape(value: dict) -> tuple[int, ...]:
+    shape = value["shape"]
+    if type(shape) is not list or len(shape) > _MAX_DIMENSIONS or any(type(n) is not int or n < 0 for n in shape):
+        raise NotData("malformed data (an array's shape)")
+    return tuple(shape)
 
 
 # --- writing -------------------------------------------------------------------------------
@@ -341,14 +406,16 @@ def _tz(node: Any) -> Any:
 def _read_array(value: dict, buffers: list) -> Any:
     import numpy as np
 
-    shape = tuple(int(n) for n in value["shape"])
-    if any(n < 0 for n in shape):
-        raise NotData("malformed data")
+    shape = _shape(value)
+    count = math.prod(shape)
     if "items" in value:
+        # Counted before the array is made: its size is declared, its items must be here.
+        if type(value["items"]) is not list or len(value["items"]) != count:
+            given = len(value["items"]) if type(value["items"]) is list else 0
+            raise NotData(f"an array declares {count:,} items but {given:,} came with it")
+        _charge(8 * count, "an array of objects")
         items = _list(value["items"], buffers)
         out = np.empty(shape, dtype=object)
-        if out.size != len(items):
-            raise NotData("malformed data")
         flat = out.reshape(-1)
         for i, item in enumerate(items):
             flat[i] = item
@@ -358,8 +425,9 @@ def _read_array(value: dict, buffers: list) -> Any:
     if dtype.hasobject:
         raise NotData("an array of raw bytes cannot hold Python objects")
     raw = buffers[int(value["buf"])]
-    if len(raw) != math.prod(shape) * dtype.itemsize:
+    if len(raw) != count * dtype.itemsize:
         raise NotData("an array's bytes do not match its shape")
+    _charge(len(raw), "an array")
     return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
 
 
@@ -422,7 +490,9 @@ def _read_range(value: list, buffers: list) -> Any:
     import pandas as pd
 
     start, stop, step, name = value
-    return pd.RangeIndex(int(start), int(stop), int(step), name=_decode(name, buffers))
+    span = range(int(start), int(stop), int(step))
+    _charge(8 * len(span), "a range index")  # lazy here, but 8 bytes a row wherever it is used
+    return pd.RangeIndex(span.start, span.stop, span.step, name=_decode(name, buffers))
 
 
 def _read_multi(value: list, buffers: list) -> Any:

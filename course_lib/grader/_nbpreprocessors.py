@@ -80,7 +80,7 @@ class CourseExecute(Execute):
     cannot lift them): ``memory_limit``, the resident memory of the kernel and every process
     it started, and ``notebook_timeout``, the seconds the whole notebook may run. A kernel
     past either is killed; the cells that ran are graded, the rest score zero, and the
-    reason is recorded (``kernel_stopped.kind`` is ``memory-limit`` or ``notebook-timeout``).
+    reason is recorded (``kernel_stopped.kind`` is ``memory-limit``, ``disk-quota`` or ``notebook-timeout``).
 
     With ``sandboxed`` (what ``course grade`` sets), the kernel runs in a
     :class:`course_lib.grader.sandbox.Sandbox`: the notebook's folder is copied into a
@@ -203,7 +203,8 @@ class CourseExecute(Execute):
         os.mkdir(runtime)
         env = {k: v for k, v in os.environ.items() if k in ALLOWED_ENV and k != "PATH"}
         box = Sandbox(scratch, read_only=[os.path.dirname(course_lib.__file__), *self.sandbox_read_only],
-                      read_write=[runtime], env=env, limits=Limits(memory=None, processes=256))
+                      read_write=[runtime], env=env,
+                      limits=Limits(memory=None, processes=256, tmpfs=self.memory_limit or Limits.tmpfs))
         try:
             box.__enter__()
             manager = box.kernel_manager_class(AsyncKernelManager)
@@ -220,14 +221,17 @@ class CourseExecute(Execute):
         """Kill the kernel's process tree once it is past the memory or the notebook time limit."""
         import psutil
 
+        looks = 0
         while not self._done.wait(self.watch_interval):
             pid = getattr(getattr(getattr(self, "km", None), "provisioner", None), "pid", None)
             if pid is None or self._limit_hit is not None:
                 continue
             box = self._box
+            looks += 1
             try:
                 if box is not None:
-                    # The whole sandbox: a process that left the kernel's tree still counts.
+                    # The whole sandbox: a process that left the kernel's tree still counts, and
+                    # so does what it holds in files (its tmpfs /tmp and /dev/shm, memory files).
                     resident, tree = box.memory_current(), []
                 else:
                     kernel = psutil.Process(pid)
@@ -237,7 +241,11 @@ class CourseExecute(Execute):
                 continue
             if self.memory_limit and resident > self.memory_limit:
                 self._limit_hit = ("memory-limit", f"the kernel used {_fmt_mb(resident)} of memory, above "
-                                                   f"the limit of {_fmt_mb(self.memory_limit)}")
+                                                   f"the limit of {_fmt_mb(self.memory_limit)} (files in its "
+                                                   "/tmp and memory files count)")
+            elif box is not None and looks % 5 == 0 and _over_disk_quota(box):
+                self._limit_hit = ("disk-quota", f"the notebook wrote more than {_fmt_mb(box.limits.disk)} into "
+                                                 "its folder, above the disk quota")
             elif self.notebook_timeout and time.monotonic() - self._started > self.notebook_timeout:
                 self._limit_hit = ("notebook-timeout", f"the notebook ran past its time limit of "
                                                        f"{self.notebook_timeout} s")
@@ -518,6 +526,14 @@ def _rss(process: Any) -> int:
         return process.memory_info().rss
     except Exception:  # the process ended between listing and reading: it uses nothing
         return 0
+
+
+def _over_disk_quota(box: Any) -> bool:
+    """Whether the sandbox's writable folders hold more than its disk quota (a walk, so not every look)."""
+    try:
+        return bool(box.limits.disk) and box.disk_used() > box.limits.disk
+    except OSError:
+        return False
 
 
 def _fmt_mb(n: int) -> str:

@@ -20,7 +20,12 @@ original names beside the grades so that reports can show them (:func:`read_name
 
 Symbolic links in a submission are never followed: a notebook or folder that is a link is
 skipped with a note, so a link cannot pull the grader's files into a submission, and a
-repository with links to ``.`` cannot make the search walk forever.
+repository with links to ``.`` cannot make the search walk forever. A repository is walked
+without recursion and within limits (:data:`WALK_LIMITS`: depth, entries, seconds): one
+that exceeds them (1,200 nested folders, a million files) is *refused*, that submission
+alone, with a message that says which limit it passed; the rest of the batch is graded.
+A folder whose name is not valid UTF-8 (a zip made with a Latin-1 name) is read as
+Windows-1252 for display, and its id is made from its bytes.
 
 :func:`answered` goes the other way, for samples, benchmarks and proofs: it makes a
 submission from a released notebook by filling its answer cells.
@@ -34,13 +39,16 @@ import hashlib
 import os
 import re
 import shutil
+import time
 import unicodedata
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
+from course_lib.grader._text import display_name, writable
+
 __all__ = ["Submission", "find_submissions", "copy_submission", "UNREADABLE_SUFFIX", "grade_id", "answered",
-           "safe_student_id", "record_names", "read_names", "NAMES_FILE"]
+           "safe_student_id", "record_names", "read_names", "NAMES_FILE", "WALK_LIMITS"]
 
 UNREADABLE_SUFFIX = ".unreadable"
 """Suffix under which an unreadable notebook is kept, so nbgrader skips it but nothing is lost."""
@@ -52,6 +60,9 @@ _STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")
 _UNSAFE_RUN = re.compile(r"[^A-Za-z0-9.@-]+")
 _SLUG_LENGTH = 40
 _SKIP_DIRS = {".git", ".ipynb_checkpoints", "__pycache__", ".venv", "node_modules"}
+
+WALK_LIMITS = {"depth": 64, "entries": 50_000, "seconds": 30.0}
+"""How far one repository is searched for its notebook: nested folders, entries seen, seconds."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +82,8 @@ class Submission:
     notebooks: dict[str, Path]
     notes: tuple[str, ...] = ()
     name: str = ""
+    refused: str = ""
+    """Why the submission is not graded at all (its folder is past :data:`WALK_LIMITS`); empty if graded."""
 
     @property
     def display_name(self) -> str:
@@ -129,7 +142,7 @@ def find_submissions(folder: Path, assignment: str, notebook_names: list[str]) -
             continue
         safe = safe_student_id(submission.student)
         if safe != submission.student:
-            submission = dataclasses.replace(submission, student=safe, name=submission.student)
+            submission = dataclasses.replace(submission, student=safe, name=display_name(submission.student))
         if submission.student in found:
             raise ValueError(f"two submissions of {assignment!r} for student {submission.student!r}: "
                              f"{child} and another folder; keep one")
@@ -179,15 +192,24 @@ def safe_student_id(name: str) -> str:
     'Jose_Garcia-978edf99'
     >>> safe_student_id("Jose\u0301 Garci\u0301a")        # the same name, decomposed (macOS zip)
     'Jose_Garcia-978edf99'
+    >>> safe_student_id(os.fsdecode(b"Jos\\xe9 Garc\\xeda"))  # the same name in Latin-1 bytes: another folder
+    'Jose_Garcia-0de82448'
     """
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"a student name must be a non-empty string, got {name!r}")
-    canonical = unicodedata.normalize("NFC", name)
-    if _STUDENT_ID.match(canonical):
+    try:
+        canonical = unicodedata.normalize("NFC", name)
+        raw = canonical.encode("utf-8")
+    except UnicodeEncodeError:
+        # Not UTF-8 (a folder named in Latin-1): the slug from the name as read, the digest
+        # from the bytes themselves, so that two such folders never share an id.
+        canonical = unicodedata.normalize("NFC", display_name(name))
+        raw = os.fsencode(name) if _escapes_only(name) else writable(name).encode("utf-8")
+    if _STUDENT_ID.match(canonical) and raw == canonical.encode("utf-8"):
         return canonical
     ascii_name = unicodedata.normalize("NFKD", canonical).encode("ascii", "ignore").decode()
     slug = _UNSAFE_RUN.sub("_", ascii_name).strip("_.@-")[:_SLUG_LENGTH].rstrip("_.@-")
-    digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:8]
+    digest = hashlib.sha256(raw).hexdigest()[:8]
     return f"{slug}-{digest}" if slug else f"student-{digest}"
 
 
@@ -199,12 +221,14 @@ def record_names(grading_dir: Path, submissions: list[Submission]) -> Path:
     """
     path = Path(grading_dir) / NAMES_FILE
     names = read_names(grading_dir)
-    names.update({s.student: s.name for s in submissions if s.name})
+    names.update({s.student: writable(s.name) for s in submissions if s.name})
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="", encoding="utf-8") as fh:
+    partial = path.with_name(path.name + ".partial")
+    with partial.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(["student", "name"])
         writer.writerows(sorted(names.items()))
+    os.replace(partial, path)  # whole or as before, never cut short
     return path
 
 
@@ -255,7 +279,11 @@ def _classroom_submission(child: Path, assignment: str, names: list[str]) -> Sub
         return None
     notebooks, notes = {}, []
     links: list[Path] = []
-    found = list(_walk_notebooks(child, {f"{name}.ipynb" for name in names}, links))
+    try:
+        found = _walk_notebooks(child, {f"{name}.ipynb" for name in names}, links)
+    except _TooLarge as why:
+        return Submission(child.name[len(prefix):], assignment, "classroom", {}, (),
+                          refused=f"the repository was not searched for its notebook: {why}")
     for name in names:
         copies = sorted((p for p in found if p.name == f"{name}.ipynb"),
                         key=lambda p: (len(p.parts), str(p)))
@@ -267,23 +295,55 @@ def _classroom_submission(child: Path, assignment: str, names: list[str]) -> Sub
         shown = ", ".join(str(p.relative_to(child)) for p in links[:3])
         more = f" and {len(links) - 3} more" if len(links) > 3 else ""
         notes.append(f"{len(links)} symbolic link(s) not followed: {shown}{more}")
-    return Submission(child.name[len(prefix):], assignment, "classroom", notebooks, tuple(notes))
+    return Submission(child.name[len(prefix):], assignment, "classroom", notebooks, tuple(writable(n) for n in notes))
 
 
-def _walk_notebooks(root: Path, filenames: set[str], links: list[Path]):
-    # os.scandir's entry types do not follow links: a link is recorded, never entered or
-    # taken, so a repository with links to "." or ".." is walked once.
-    with os.scandir(root) as entries:
-        for entry in sorted(entries, key=lambda e: e.name):
+class _TooLarge(Exception):
+    """A repository past one of :data:`WALK_LIMITS`; the message says which."""
+
+
+def _walk_notebooks(root: Path, filenames: set[str], links: list[Path]) -> list[Path]:
+    """The files named in ``filenames`` under ``root``; links are recorded in ``links``, never followed.
+
+    A stack, not recursion, and bounded by :data:`WALK_LIMITS`: a tree past any of them
+    raises :class:`_TooLarge`. os.scandir's entry types do not follow links, so a
+    repository with links to "." or ".." is walked once.
+    """
+    limits, found, seen = WALK_LIMITS, [], 0
+    deadline = time.monotonic() + limits["seconds"]
+    stack = [(root, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            with os.scandir(folder) as scanned:
+                entries = list(scanned)
+        except OSError:
+            continue  # unreadable: nothing found there
+        seen += len(entries)
+        if seen > limits["entries"]:
+            raise _TooLarge(f"it holds more than {limits['entries']:,} files and folders")
+        if time.monotonic() > deadline:
+            raise _TooLarge(f"searching it took more than {limits['seconds']:g} s")
+        for entry in sorted(entries, key=lambda e: e.name, reverse=True):
             path = Path(entry.path)
             if entry.is_symlink():
                 links.append(path)
             elif entry.is_dir(follow_symlinks=False):
-                if entry.name not in _SKIP_DIRS:
-                    yield from _walk_notebooks(path, filenames, links)
+                if entry.name in _SKIP_DIRS:
+                    continue
+                if depth + 1 > limits["depth"]:
+                    raise _TooLarge(f"its folders are nested more than {limits['depth']} deep")
+                stack.append((path, depth + 1))
             elif entry.name in filenames and entry.is_file(follow_symlinks=False):
-                yield path
+                found.append(path)
+    links.sort()
+    return found
 
 
 def _real_dir(path: Path) -> bool:
     return path.is_dir() and not path.is_symlink()
+
+
+def _escapes_only(name: str) -> bool:
+    """Whether every surrogate in ``name`` stands for a byte (so ``os.fsencode`` gives its bytes)."""
+    return all(not 0xD800 <= ord(c) <= 0xDFFF or 0xDC80 <= ord(c) <= 0xDCFF for c in name)

@@ -758,7 +758,9 @@ def _measured_value(kind: str, measured: float | None, detail: str) -> float | N
         match = re.search(r"measured outside your kernel: ([0-9.e+-]+)x", detail)
         return float(match.group(1)) if match else None
     if kind == "memory":
-        match = re.search(r"peak traced memory ([0-9.]+ ?[kMGT]?i?B)", detail)
+        # The figure graded ("counted", since issue 26) where the verdict gives one, else the traced peak.
+        match = (re.search(r"counted ([0-9.]+ ?[kMGT]?i?B)", detail)
+                 or re.search(r"peak traced memory ([0-9.]+ ?[kMGT]?i?B)", detail))
         if match:
             from course_lib.grading import _parse_bytes
 

@@ -52,6 +52,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from course_lib.grader._text import writable
+
 __all__ = ["GradeRow", "grade_rows", "write_long", "write_canvas", "write_moodle", "write_export", "FORMATS",
            "LONG_COLUMNS", "CANVAS_STUDENT_COLUMNS"]
 
@@ -315,7 +317,9 @@ def _write_csv(target: str | Path, header: Sequence[str], table: Sequence[Sequen
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(header)
-    writer.writerows(table)
+    # A student's name or a flag's detail may carry a lone surrogate (a Latin-1 folder name
+    # decoded by the file system): made writable, never a stopped export.
+    writer.writerows([[writable(cell) if isinstance(cell, str) else cell for cell in row] for row in table])
     partial = target.with_name(target.name + ".partial")
     partial.write_text(buffer.getvalue(), encoding="utf-8")
     os.replace(partial, target)

@@ -32,6 +32,8 @@ from pathlib import Path
 
 import nbformat
 
+from course_lib.grader._text import remember_host_paths, scrub_host, writable
+
 __all__ = ["SpeedVerdict", "Standing", "parse_verdict", "render_feedback", "write_feedback", "write_submission_feedback",
            "withhold_after_hidden_tests", "SPEED_SENTENCE", "WITHHELD", "MARKED_BY_HAND"]
 
@@ -268,7 +270,8 @@ def write_feedback(autograded: str | Path, target: str | Path, scores: dict[str,
     rules = grading_rules(source) if source else []
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    page = render_feedback(nb, scores, rules, title=title, marked=marked, standing=standing)
+    # A lone surrogate in a student's cell (JSON can carry one) must not stop the page.
+    page = writable(render_feedback(nb, scores, rules, title=title, marked=marked, standing=standing))
     partial = target.with_name(target.name + ".partial")
     partial.write_text(page, encoding="utf-8")
     os.replace(partial, target)  # a student never opens half a page
@@ -288,6 +291,7 @@ def write_submission_feedback(course, student: str, assignment: str, row=None) -
     """
     from course_lib.grader.exports import grade_rows
 
+    remember_host_paths(course=course.root, grading=course.grading_dir)
     scores, marked = _gradebook_cells(course, student, assignment)
     rows = [row] if row is not None else grade_rows(course, assignments=[assignment], students=[student])
     rows = [r for r in rows if r.submitted]
@@ -481,7 +485,9 @@ def _error_line(output) -> str:
 
 
 def _clean(text: str) -> str:
-    return _ANSI.sub("", text)
+    # Nothing about the grader's machine reaches a student: paths of the course, the Python
+    # installation and the grading folder that the student's code printed are replaced.
+    return scrub_host(writable(_ANSI.sub("", text)))
 
 
 def _machine() -> str:

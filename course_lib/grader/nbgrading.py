@@ -93,6 +93,7 @@ from course_lib.grader._nbpreprocessors import (
 from course_lib import timing
 from course_lib.grader import _cores
 from course_lib.grader._submissions import Submission, copy_submission, find_submissions, record_names
+from course_lib.grader._text import scrub_host, writable
 from course_lib.grader.sandbox import available as sandbox_available
 from course_lib.grader.verification import CellVerdict, is_performance_cell, verify_notebook
 
@@ -212,14 +213,20 @@ class Flag:
     ``kind`` is one of ``malformed``, ``no-notebook``, ``restored``, ``overwritten``,
     ``timeout``, ``kernel-died``, ``kernel-unresponsive``, ``memory-limit``, ``notebook-timeout``,
     ``tampering``, ``unreliable``, ``verdict-differs``, ``undecided``, ``unverified``,
-    ``reads-NBGRADER_EXECUTION``, ``grading-error``, ``unsandboxed``, ``late``, ``claimed-time``,
-    ``note``; ``cells`` are the grade ids
-    concerned; ``detail`` is a sentence for the report.
+    ``reads-NBGRADER_EXECUTION``, ``grading-error``, ``unsandboxed``, ``refused``, ``disk-quota``,
+    ``late``, ``claimed-time``, ``note``; ``cells`` are the grade ids concerned; ``detail`` is a
+    sentence for the report. Every part is made writable as UTF-8 when the flag is made (see
+    :mod:`course_lib.grader._text`): a detail may quote a student's message or file name.
     """
 
     kind: str
     cells: tuple[str, ...] = ()
     detail: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", writable(self.kind))
+        object.__setattr__(self, "cells", tuple(writable(c) for c in self.cells))
+        object.__setattr__(self, "detail", writable(self.detail))
 
     @property
     def label(self) -> str:
@@ -489,6 +496,8 @@ def grade_submission(course: Course, submission: Submission) -> SubmissionResult
     sw = timing.stages()  # the grader measured with the course's own stage timer
     verifier: dict[str, float] = {}
     flags = [Flag("note", detail=note) for note in submission.notes]
+    if submission.refused:
+        return _refuse(course, submission, flags)
     if not course.sandboxed:
         flags.append(Flag("unsandboxed", (), "graded with --no-sandbox: the student's code ran with "
                                               "the grader's rights"))
@@ -619,6 +628,20 @@ def _copy_in(course: Course, submission: Submission, flags: list[Flag]) -> tuple
     return readable, problems, missing
 
 
+def _refuse(course: Course, submission: Submission, flags: list[Flag]) -> SubmissionResult:
+    """A submission that is not graded at all (:attr:`Submission.refused`): 0, flagged, with feedback saying why."""
+    student, assignment = submission.student, submission.assignment
+    flags.append(Flag("refused", (), submission.refused))
+    for step in ("submitted", "autograded", "feedback"):
+        _remove(course.step(step, student, assignment))
+    _record_zero(course, assignment, student)
+    problems = {name: submission.refused for name in course.notebooks(assignment)}
+    feedback = _write_missing_feedback(course, student, assignment, problems, [])
+    score, max_score, cells = _scores(course, assignment, student)
+    # No done record: the refusal is checked again on every run, so a repository put right is graded.
+    return SubmissionResult(student, assignment, score, max_score, cells, tuple(flags), feedback)
+
+
 def _done_file(course: Course, submission: Submission) -> Path:
     return course.grading_dir / "done" / submission.assignment / f"{submission.student}.json"
 
@@ -705,7 +728,7 @@ def format_table(results: list[SubmissionResult]) -> str:
     widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
     lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)).rstrip() for line in [header, *rows]]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return writable("\n".join(lines))
 
 
 # --- private helpers -------------------------------------------------------------------------
@@ -776,7 +799,7 @@ def _run(course: Course, converter: type, cfg: Config, assignment: str, student:
 
 
 def _append_log(path: Path, step: str, outcome: dict) -> None:
-    with path.open("a", encoding="utf-8") as fh:
+    with path.open("a", encoding="utf-8", errors="backslashreplace") as fh:
         fh.write(f"=== nbgrader {step}: {'ok' if outcome['success'] else 'FAILED'}\n")
         fh.write(outcome.get("log", ""))
         fh.write(outcome.get("error", ""))
@@ -1013,9 +1036,10 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path,
             # tests there, and may be what stopped the verifier. Zero, flagged for the instructor
             # (who can grade again once the cause is known).
             zeroed = _zero_tests(course, student, assignment, source, path.stem)
+            kernel = ", ".join(f"{g} {_pts(got)}/{_pts(top)}" for g, (got, top) in zeroed.items())
             flags.append(Flag("unverified", tuple(zeroed), f"{path.name}: the check outside the kernel failed "
                                                            f"({type(err).__name__}: {err}); 0 points stored for "
-                                                           "its test cells"))
+                                                           f"its test cells (in the student's kernel: {kernel})"))
             continue
         if not verdicts:
             continue
@@ -1125,24 +1149,30 @@ def _store_later_reading(grade_: Any, verdict: CellVerdict, stored: float, flags
     grade_.needs_manual_grade = False
 
 
-def _zero_tests(course: Course, student: str, assignment: str, source: Path, notebook: str) -> list[str]:
-    """Store 0 for every automatically graded test cell of one notebook; return their grade ids."""
+def _zero_tests(course: Course, student: str, assignment: str, source: Path,
+                notebook: str) -> dict[str, tuple[float, float]]:
+    """Store 0 for every automatically graded test cell of one notebook; return what each had scored.
+
+    The result maps each grade id to (the in-kernel score it replaced, its points).
+    """
     try:
         nb = nbformat.read(source, as_version=4)
     except Exception:  # noqa: BLE001 - the instructor's own file: nothing to zero without it
-        return []
+        return {}
     ids = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if c.cell_type == "code"
            and c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")]
+    zeroed = {}
     with _environment(**_nbgrader_env()), _quiet_warnings(), Gradebook(course.db_url) as gb:
         for grade_id in ids:
             try:
                 grade_ = gb.find_grade(grade_id, notebook, assignment, student)
             except MissingEntry:
                 continue
+            zeroed[grade_id] = (float(grade_.auto_score or 0.0), float(grade_.max_score or 0.0))
             grade_.auto_score = 0.0
             grade_.needs_manual_grade = False
         gb.db.commit()
-    return ids
+    return zeroed
 
 
 def _refused_cells(path: Path) -> set[str]:
@@ -1234,7 +1264,7 @@ def _write_missing_feedback(course: Course, student: str, assignment: str, probl
                                      "grading failed; your instructor has been told")
         folder.mkdir(parents=True, exist_ok=True)
         target.write_text(_PLAIN_FEEDBACK.format(title=html.escape(f"{assignment}: {name}.ipynb"),
-                                                 why=html.escape(why)), encoding="utf-8")
+                                                 why=html.escape(scrub_host(writable(why)))), encoding="utf-8")
     return tuple(sorted(folder.glob("*.html")))
 
 
@@ -1289,7 +1319,7 @@ def _export(course: Course, results: list[SubmissionResult], roster: list | None
     done = {(r.assignment, r.student) for r in results}
     kept = []
     if flags_file.exists():
-        with flags_file.open(newline="", encoding="utf-8") as fh:
+        with flags_file.open(newline="", encoding="utf-8", errors="backslashreplace") as fh:
             kept = [row for row in csv.DictReader(fh) if (row["assignment"], row["student"]) not in done
                     and row["flag"] not in _STANDING_FLAGS]
     kept += [{"assignment": r.assignment, "student": r.student, "flag": f.kind, "cells": " ".join(f.cells),
@@ -1329,6 +1359,17 @@ def _with_standing(results: list[SubmissionResult], rows: list) -> list[Submissi
         updated.append(dataclasses.replace(result, score=row.score, max_score=row.max_score, penalty=row.penalty,
                                            status=row.status, flags=flags))
     return updated
+
+
+@contextlib.contextmanager
+def _replacing(path: Path) -> Iterator[Path]:
+    """A temporary path beside ``path``, renamed over it when the block ends without an error."""
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        yield partial
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager

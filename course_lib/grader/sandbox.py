@@ -25,7 +25,16 @@ rights. A :class:`Sandbox` wraps a command line so that it runs under ``bwrap`` 
   (``cpu.stat``), ``memory.peak``/``memory.max``/``pids.max`` when those controllers are
   enabled in cgroup v2, and ``cgroup.kill``. Without cgroup v2 the same methods fall back
   to signals and ``/proc`` on every process of the sandbox's PID namespace
-  (:attr:`Sandbox.mode` says which).
+  (:attr:`Sandbox.mode` says which);
+* memory held in files counted as memory: the sandbox's ``/tmp`` and ``/dev/shm`` are
+  tmpfs mounts capped at ``Limits.tmpfs`` bytes each, and :meth:`Sandbox.memory_current`
+  counts what they hold and what anonymous memory files (``memfd``) hold beside the
+  processes' resident memory. Where the machine has a cgroup v2 memory controller its
+  ``memory.stat`` is read (``anon + shmem``); else a cgroup v1 memory group when one can be made (its ``rss`` and
+  ``shmem``: tmpfs, memfds and System V segments alike); else the sum of the processes'
+  resident sets plus the tmpfs mounts' use (``statvfs``) plus every open memfd's size, an
+  upper bound (a memfd both mapped and open counts twice) that misses only System V
+  segments. :meth:`Sandbox.disk_used` measures the writable folders for a quota.
 
 Root callers
 ------------
@@ -73,7 +82,9 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import math
 import os
 import secrets
 import shlex
@@ -87,7 +98,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-__all__ = ["Limits", "Sandbox", "SandboxError", "available", "ALLOWED_ENV"]
+__all__ = ["Limits", "Sandbox", "SandboxError", "available", "remove_leftovers", "ALLOWED_ENV"]
 
 ALLOWED_ENV = frozenset({
     "PATH", "LANG", "LANGUAGE", "TZ", "MPLBACKEND", "NBGRADER_EXECUTION",
@@ -133,7 +144,10 @@ class Limits:
     bound: virtual, not resident, memory). ``processes`` goes to ``pids.max`` (cgroup v2
     when delegated, else a v1 pids group when one is writable) and always to
     ``RLIMIT_NPROC`` inside the sandbox's user namespace, which alone does not bind a root
-    caller (:attr:`Sandbox.process_limit` says which applies).
+    caller (:attr:`Sandbox.process_limit` says which applies). ``tmpfs`` caps each of the
+    sandbox's own tmpfs mounts (``/tmp``, ``/dev/shm``); ``disk`` is the quota of its
+    writable folders, which the caller enforces with :meth:`Sandbox.disk_used` (the kernel
+    has no per-folder quota that an unprivileged sandbox could set).
 
     Examples
     --------
@@ -146,9 +160,11 @@ class Limits:
     file_size: int | None = 2**30
     open_files: int | None = 1024
     cpu_seconds: int | None = None
+    tmpfs: int | None = 2**30
+    disk: int | None = 2**30
 
     def __post_init__(self) -> None:
-        for name in ("processes", "memory", "file_size", "open_files", "cpu_seconds"):
+        for name in ("processes", "memory", "file_size", "open_files", "cpu_seconds", "tmpfs", "disk"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value <= 0):
                 raise ValueError(f"Limits.{name} must be a positive int or None, got {value!r}")
@@ -228,6 +244,7 @@ class Sandbox:
         self._use_cgroup = use_cgroup
         self._cgroup: Path | None = None
         self._pids_v1: Path | None = None
+        self._memory_v1: Path | None = None
         self._started: list[subprocess.Popen] = []
         self._pidns: str | None = None
         self._peak_seen = 0
@@ -247,6 +264,10 @@ class Sandbox:
             # RLIMIT_NPROC does not bind a root caller (the sandbox's host uid is then 0,
             # which the kernel exempts), so count processes in a cgroup v1 pids group.
             self._pids_v1 = _make_pids_v1(self.limits.processes)
+        if self._use_cgroup and not (self._cgroup is not None and (self._cgroup / "memory.stat").exists()):
+            # No memory controller in the v2 group: a v1 memory group, where the machine has one,
+            # counts what the sandbox holds in tmpfs and memory files as well as its processes.
+            self._memory_v1 = _make_memory_v1(self.limits.memory)
         if os.geteuid() == 0:
             self._prepare_drop()
         self._open = True
@@ -266,10 +287,10 @@ class Sandbox:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-        for group in (self._cgroup, self._pids_v1):
+        for group in (self._cgroup, self._pids_v1, self._memory_v1):
             if group is not None:
                 _remove_cgroup(group)
-        self._cgroup = self._pids_v1 = None
+        self._cgroup = self._pids_v1 = self._memory_v1 = None
         if self._stage is not None:
             # Only empty mount points are left here (the mounts lived in the wrapper's
             # private mount namespace), so nothing of the course is deleted.
@@ -306,7 +327,7 @@ class Sandbox:
             raise ValueError("the command to run in the sandbox is empty")
         command = [shutil.which("bwrap") or "bwrap", *self._bwrap_options(), "--",
                    *_prlimit(self.limits), *map(str, argv)]
-        joins = [group / "cgroup.procs" for group in (self._cgroup, self._pids_v1) if group]
+        joins = [group / "cgroup.procs" for group in (self._cgroup, self._pids_v1, self._memory_v1) if group]
         script = "".join(f"echo $$ > {shlex.quote(str(f))} || exit 125; " for f in joins)
         if self._stage is not None:
             # Root: bind the sources onto the staging folder in a private mount namespace,
@@ -469,8 +490,10 @@ class Sandbox:
         """CPU seconds (user + system) used by everything in the sandbox so far, exited work included.
 
         In cgroup mode this is the group's ``cpu.stat`` (every process that ever ran in it);
-        in the fallback it is the sum over live processes of their own and their reaped
-        children's times (bwrap's pid 1 reaps orphans, so their time is in its ``cutime``).
+        in the fallback it is the sum over live processes of their threads' own times (the
+        nanoseconds of ``schedstat``, so that a batch of milliseconds is measurable) and of
+        their reaped children's times (``cutime``, in clock ticks; bwrap's pid 1 reaps
+        orphans, so their time is in its ``cutime``).
         """
         if self._cgroup is not None:
             for line in (self._cgroup / "cpu.stat").read_text().splitlines():
@@ -478,14 +501,74 @@ class Sandbox:
                 if key == "usage_usec":
                     return int(value) / 1e6
         ticks = os.sysconf("SC_CLK_TCK")
-        return sum(_cpu_ticks(pid) for pid in self.processes()) / ticks
+        return sum(_process_seconds(pid, ticks) for pid in self.processes())
 
     def memory_current(self) -> int:
-        """Bytes of memory the sandbox uses now: ``memory.current``, else the sum of resident sets."""
-        if self._cgroup is not None and (self._cgroup / "memory.current").exists():
-            return int((self._cgroup / "memory.current").read_text())
-        total = sum(_status_kib(pid, "VmRSS") for pid in self.processes()) * 1024
+        """Bytes of memory the sandbox holds now, in its processes and in files (see the module's docstring).
+
+        ``anon + shmem`` of a cgroup v2 group's ``memory.stat`` (``memory.current`` would
+        count the page cache of files merely read); else ``rss + shmem`` of a cgroup v1
+        memory group; else the processes' resident sets plus :meth:`files_held`.
+        """
+        if self._cgroup is not None and (self._cgroup / "memory.stat").exists():
+            total = _v1_held(self._cgroup, ("anon", "shmem"))
+        elif self._memory_v1 is not None:
+            total = _v1_held(self._memory_v1)
+        else:
+            total = sum(_status_kib(pid, "VmRSS") for pid in self.processes()) * 1024 + self.files_held()
         self._peak_seen = max(self._peak_seen, total)
+        return total
+
+    def files_held(self) -> int:
+        """Bytes held in the sandbox's tmpfs mounts and in the memory files its processes have open.
+
+        Read from outside: ``statvfs`` of ``/tmp`` and ``/dev/shm`` as a process of the
+        sandbox sees them (``/proc/PID/root``), and the size of every ``memfd`` among the
+        processes' open files, each counted once.
+        """
+        own = _readlink("/proc/self/ns/pid")
+        inside = [pid for pid in self.processes() if _readlink(f"/proc/{pid}/ns/pid") not in (None, own)]
+        held, seen, views = 0, set(), set()
+        for pid in inside:  # each bwrap started here has mounts of its own: one look at each
+            view = _readlink(f"/proc/{pid}/ns/mnt")
+            if view is None or view in views:
+                continue
+            views.add(view)
+            for mount in ("tmp", "dev/shm"):
+                try:
+                    fs = os.statvfs(f"/proc/{pid}/root/{mount}")
+                except OSError:
+                    continue
+                held += (fs.f_blocks - fs.f_bfree) * fs.f_frsize
+        for pid in inside:
+            held += _memfd_bytes(pid, seen)
+        return held
+
+    def disk_used(self, max_entries: int = 100_000) -> float:
+        """Bytes the sandbox's writable folders hold on disk; ``inf`` past ``max_entries`` entries.
+
+        Walked without recursion and without following links, so a deep or wide tree
+        costs at most ``max_entries`` ``lstat`` calls; more entries than that is itself
+        over any quota.
+        """
+        total, entries = 0, 0
+        stack = [str(p) for p in (self.scratch, *self.read_write)]
+        while stack:
+            try:
+                with os.scandir(stack.pop()) as found:
+                    for entry in found:
+                        entries += 1
+                        if entries > max_entries:
+                            return math.inf
+                        try:
+                            info = entry.stat(follow_symlinks=False)
+                        except OSError:
+                            continue
+                        total += info.st_blocks * 512
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(entry.path)
+            except OSError:
+                continue
         return total
 
     def memory_peak(self) -> int:
@@ -499,6 +582,8 @@ class Sandbox:
             return int((self._cgroup / "memory.peak").read_text())
         current = self.memory_current()
         hwm = sum(_status_kib(pid, "VmHWM") for pid in self.processes()) * 1024
+        if self._memory_v1 is None:
+            hwm += self.files_held()
         self._peak_seen = max(self._peak_seen, current, hwm)
         return self._peak_seen
 
@@ -546,7 +631,9 @@ class Sandbox:
                 options += ["--ro-bind", str(top), str(top)]
         for name in _ETC_FILES:
             options += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-        options += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        size = ["--size", str(self.limits.tmpfs)] if self.limits.tmpfs and _bwrap_has_size() else []
+        # /dev/shm would otherwise be a folder of the /dev tmpfs, uncapped and writable.
+        options += ["--proc", "/proc", "--dev", "/dev", *size, "--tmpfs", "/tmp", *size, "--tmpfs", "/dev/shm"]
         for path in _python_paths():
             options += ["--ro-bind", self._source(path), str(path)]
         for path in self.read_only:
@@ -693,7 +780,7 @@ def _make_cgroup(limits: Limits) -> Path | None:
                 (parent / "cgroup.subtree_control").write_text(f"+{controller}")
             except OSError:
                 pass
-    group = parent / f"{_CGROUP_PREFIX}-{os.getpid()}-{next(_counter)}-{secrets.token_hex(3)}"
+    group = parent / f"{_CGROUP_PREFIX}-{_owner()}-{next(_counter)}-{secrets.token_hex(3)}"
     try:
         group.mkdir()
     except OSError:
@@ -712,22 +799,137 @@ def _make_cgroup(limits: Limits) -> Path | None:
 
 def _make_pids_v1(limit: int) -> Path | None:
     # A hybrid cgroup host (v2 mounted beside v1 controllers) keeps "pids" in v1.
-    mounts = Path("/proc/self/mounts").read_text().splitlines()
+    return _make_v1("pids", {"pids.max": str(limit)})
+
+
+def _make_memory_v1(limit: int | None) -> Path | None:
+    # memory.limit_in_bytes only when a limit is asked for: the kernel's sandbox is watched
+    # from outside instead (see CourseExecute), so that going over is reported, not OOM-killed.
+    settings = {"memory.swappiness": "0"}
+    if limit is not None:
+        settings["memory.limit_in_bytes"] = str(limit)
+    return _make_v1("memory", settings, required=("memory.stat",))
+
+
+def _v1_parent(controller: str) -> Path | None:
+    """The folder of this process's own group in the cgroup v1 hierarchy of ``controller``."""
+    try:
+        mounts = Path("/proc/self/mounts").read_text().splitlines()
+        mine = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
     mount = next((Path(f[1]) for f in map(str.split, mounts)
-                  if len(f) > 3 and f[2] == "cgroup" and "pids" in f[3].split(",")), None)
+                  if len(f) > 3 and f[2] == "cgroup" and controller in f[3].split(",")), None)
     if mount is None:
         return None
-    own = next((line.split(":", 2)[2] for line in Path("/proc/self/cgroup").read_text().splitlines()
-                if "pids" in line.split(":")[1].split(",")), "/")
-    group = mount / own.lstrip("/") / f"{_CGROUP_PREFIX}-{os.getpid()}-{next(_counter)}-{secrets.token_hex(3)}"
+    own = next((line.split(":", 2)[2] for line in mine
+                if len(line.split(":")) > 2 and controller in line.split(":")[1].split(",")), "/")
+    return mount / own.lstrip("/")
+
+
+def _make_v1(controller: str, settings: dict[str, str], required: tuple[str, ...] = ()) -> Path | None:
+    parent = _v1_parent(controller)
+    if parent is None:
+        return None
+    group = parent / f"{_CGROUP_PREFIX}-{_owner()}-{next(_counter)}-{secrets.token_hex(3)}"
     try:
         group.mkdir()
-        (group / "pids.max").write_text(str(limit))
+        if any(not (group / name).exists() for name in required):
+            raise OSError(f"{controller} group without {required}")
+        for name, value in settings.items():
+            if (group / name).exists():
+                (group / name).write_text(value)
     except OSError:
         if group.is_dir():
-            group.rmdir()
+            with contextlib.suppress(OSError):
+                group.rmdir()
         return None
     return group
+
+
+OWNER_VARIABLE = "COURSE_SANDBOX_OWNER"
+"""Set in a process's environment, it names the groups of the sandboxes the process makes
+(else its pid does), so that whoever started it can remove them once it is gone, with no
+risk of taking a reused pid's groups (:func:`remove_leftovers`)."""
+
+
+def _owner() -> str:
+    return os.environ.get(OWNER_VARIABLE) or str(os.getpid())
+
+
+def remove_leftovers(owner: int | str) -> int:
+    """End and remove every sandbox group made by ``owner`` that is still there; return how many.
+
+    ``owner`` is the :data:`OWNER_VARIABLE` of a process, or its pid. A process that made
+    sandboxes and was killed (a verifier past its time limit) leaves its groups behind,
+    possibly with processes in them.
+    """
+    parents = [p for p in (_own_cgroup(), _v1_parent("pids"), _v1_parent("memory")) if p is not None]
+    removed = 0
+    for parent in parents:
+        try:
+            groups = [g for g in parent.iterdir() if g.name.startswith(f"{_CGROUP_PREFIX}-{owner}-")]
+        except OSError:
+            continue
+        for group in groups:
+            if (group / "cgroup.kill").exists():
+                with contextlib.suppress(OSError):
+                    (group / "cgroup.kill").write_text("1")
+            for member in _cgroup_pids(group):
+                _signal(member, signal.SIGKILL)
+            _remove_cgroup(group)
+            removed += not group.exists()
+    return removed
+
+
+def _v1_held(group: Path, keys: tuple[str, ...] = ("rss", "shmem", "swap")) -> int:
+    """Anonymous and shared (tmpfs, memfd, System V) memory charged to a memory group.
+
+    The ``memory.stat`` keys of cgroup v1 (``rss``, ``shmem``, ``swap``, hierarchical as
+    ``total_*``) by default; cgroup v2 calls them ``anon`` and ``shmem``.
+    """
+    stat = {}
+    with contextlib.suppress(OSError, ValueError):
+        for line in (group / "memory.stat").read_text().splitlines():
+            key, _, value = line.partition(" ")
+            stat[key] = int(value)
+    return sum(stat.get(f"total_{key}", stat.get(key, 0)) for key in keys)
+
+
+def _memfd_bytes(pid: int, seen: set) -> int:
+    """Bytes held by the memory files ``pid`` has open that ``seen`` (inodes) does not hold yet."""
+    held = 0
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return 0
+    for fd in fds:
+        target = _readlink(f"/proc/{pid}/fd/{fd}")
+        if not target or not target.startswith("/memfd:"):
+            continue
+        try:
+            info = os.stat(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if (info.st_dev, info.st_ino) not in seen:
+            seen.add((info.st_dev, info.st_ino))
+            held += info.st_blocks * 512
+    return held
+
+
+_SIZE_SUPPORT: list[bool] = []
+
+
+def _bwrap_has_size() -> bool:
+    """Whether this bwrap takes ``--size`` (0.5 and later) to cap a tmpfs."""
+    if not _SIZE_SUPPORT:
+        try:
+            done = subprocess.run([shutil.which("bwrap") or "bwrap", "--help"], capture_output=True, text=True,
+                                  timeout=10)
+            _SIZE_SUPPORT.append("--size" in done.stdout + done.stderr)
+        except (OSError, subprocess.SubprocessError):
+            _SIZE_SUPPORT.append(False)
+    return _SIZE_SUPPORT[0]
 
 
 def _remove_cgroup(group: Path) -> None:
@@ -791,10 +993,34 @@ def _state(pid: int) -> str | None:
     return fields[0] if fields else None
 
 
-def _cpu_ticks(pid: int) -> int:
+def _process_seconds(pid: int, ticks: int) -> float:
+    """CPU seconds of ``pid``, its exited threads and its reaped children.
+
+    The live threads' ``schedstat`` is exact; ``utime + stime`` (in ticks, rounded down)
+    also holds threads that have exited, so the larger of the two is taken; ``cutime +
+    cstime`` holds the reaped children.
+    """
     fields = _stat_fields(pid)
+    if not fields:
+        return 0.0
     # utime, stime, cutime, cstime are fields 14-17 of /proc/PID/stat (11-14 after the name)
-    return sum(int(v) for v in fields[11:15]) if fields else 0
+    own, reaped = int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
+    return max(_thread_seconds(pid), own / ticks) + reaped / ticks
+
+
+def _thread_seconds(pid: int) -> float:
+    """CPU seconds of every live thread of ``pid`` (``schedstat``, nanoseconds)."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0
+    for task in tasks:
+        try:
+            total += int(Path(f"/proc/{pid}/task/{task}/schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / 1e9
 
 
 def _status_kib(pid: int, key: str) -> int:

@@ -68,9 +68,10 @@ from typing import Any
 from course_lib.grader import _data
 from course_lib.grader._student_worker import (
     _HEADER, LAUNCH, Inputs, _read_exactly, pack_inputs, read_frame, receive_inputs, send_inputs, write_frame)
+from course_lib.grader._text import writable
 from course_lib.grader.sandbox import _status_kib  # a field of /proc/PID/status, in KiB
 
-__all__ = ["CellVerdict", "is_performance_cell", "verify_notebook", "PERFORMANCE_SUFFIXES"]
+__all__ = ["CellVerdict", "VerificationFailed", "is_performance_cell", "verify_notebook", "PERFORMANCE_SUFFIXES"]
 
 PERFORMANCE_SUFFIXES = ("_speed", "_memory", "_scaling")
 """Grade ids ending in one of these are verified outside the student's kernel."""
@@ -109,6 +110,12 @@ class CellVerdict:
     """The points of each reading, when the cell was measured more than once without settling."""
 
 
+class VerificationFailed(RuntimeError):
+    """The verifier failed as a whole: it ran past its time or memory limit, died, or its
+    report could not be read. Every test cell of the notebook then scores 0 (see
+    :func:`course_lib.grader.nbgrading._verify`): the kernel's word alone decides nothing."""
+
+
 def is_performance_cell(grade_id: str | None) -> bool:
     """Whether a grade cell's verdict is verified outside the kernel (by its grade id)."""
     return bool(grade_id) and grade_id.endswith(PERFORMANCE_SUFFIXES)
@@ -141,7 +148,7 @@ def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 6
     notebook_timeout : int, optional
         Seconds the whole verification may run (0: only the per-cell bound), as the
         notebook's kernel may: code that is slow only in the worker cannot stretch grading
-        past it. Past it every verdict is inconclusive (the grader stores 0, flagged).
+        past it.
     only : set of str, optional
         Measure only these performance cells (the others are not run) and return their
         verdicts alone: a later reading of cells whose first was too noisy to grade on.
@@ -154,6 +161,15 @@ def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 6
     list of CellVerdict
         One per test cell of the source notebook, in notebook order; empty if it has no
         performance cell (then nothing needs verifying).
+
+    Raises
+    ------
+    VerificationFailed
+        when the verifier fails as a whole: past its time limit, past its memory limit
+        (``memory_limit`` plus 1.5 GiB for itself and one reply, or 4 GB without a limit:
+        it runs the instructor's reference, as the kernel does, and reads the worker's
+        replies), dead, or with a report that cannot be read. Everything it wrote on disk
+        is removed and every process it left is ended first.
     """
     # Here, in the grader, not at the module's top: the verifier process imports this module,
     # and nbformat's schema validation pulls in jsonschema's format checkers, whose grammar
@@ -167,6 +183,10 @@ def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 6
         return []
     if only is not None:
         tests = [g for g in tests if g in only]
+    # One folder holds everything this verification writes: the folder shared read-only with
+    # the worker ("s") and, beside it, the worker's scratch copy and the sandbox's staging.
+    # It is removed however the verifier ends.
+    base = tempfile.mkdtemp(prefix="cv-")
     job = {
         "judge_cells": [{"source": c.source, "grade_id": _grade_id(c), "points": _points(c), "graded": _is_test(c)}
                         for c in source_nb.cells if c.cell_type == "code" and _locked(c) and not _solution(c)],
@@ -179,36 +199,161 @@ def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 6
         # The instructor's cells run in the verifier and may write files (a CSV to read) into
         # a temporary folder whose path they pass to the student's function: that folder
         # must be readable in the worker's sandbox, whose own /tmp is private.
-        "tmpdir": tempfile.mkdtemp(prefix="cv-"),
+        "tmpdir": os.path.join(base, "s"),
         "log": str(log) if log else os.devnull,
         "only": sorted(only) if only is not None else None,
     }
-    points = {c["grade_id"]: c["points"] for c in job["judge_cells"]}
     limit = timeout * (len(job["student_cells"]) + len(tests) + 2) + 60
     if notebook_timeout > 0:
         limit = min(limit, notebook_timeout)
-    os.chmod(job["tmpdir"], 0o755)
-    with open(job["log"], "a", encoding="utf-8") as log_file, _removed(job["tmpdir"]):
+    memory = memory_limit + _VERIFIER_OWN if memory_limit > 0 else _VERIFIER_MEMORY
+    with _removed(base):
+        os.mkdir(job["tmpdir"])
+        for folder in (base, job["tmpdir"]):
+            os.chmod(folder, 0o755)
+        with open(job["log"], "a", encoding="utf-8", errors="backslashreplace") as log_file:
+            found = _run_verifier(job, limit, memory, log_file)
+    if profile is not None:
+        profile.update(found.get("profile", {}))
+    try:
+        return [CellVerdict(**_writable_fields(v)) for v in found["verdicts"]]
+    except (TypeError, ValueError) as err:
+        raise VerificationFailed(f"the verifier's report could not be read ({err})") from None
+
+
+_VERIFIER_MEMORY = 4 * 10**9  # bytes of resident memory the verifier may use when no limit is given
+# ... and above the notebook's limit, when one is: the verifier runs the instructor's reference,
+# which the limit bounds as in the kernel, and has its own interpreter, the reference process's
+# copy of it, and one reply being read (at most 512 MiB of bytes, 512 MiB decoded).
+_VERIFIER_OWN = 3 * 2**29
+_WATCH_SECONDS = 0.05         # between two looks at the verifier's memory
+
+
+def _run_verifier(job: dict, limit: float, memory: int, log_file: Any) -> dict:
+    """Run the verifier on ``job`` within ``limit`` seconds and ``memory`` bytes; its report.
+
+    The verifier and the processes it starts outside the sandbox (the reference process)
+    are watched from here; past either limit the whole session is killed, together with the
+    sandbox groups it made (:func:`course_lib.grader.sandbox.remove_leftovers`).
+    """
+    import secrets
+
+    from course_lib.grader.sandbox import OWNER_VARIABLE, remove_leftovers
+
+    # The verifier's sandbox groups carry this name, so that they can be found and removed
+    # however it ends (a pid could be another process's by then).
+    owner = f"v{secrets.token_hex(5)}"
+    # -I -P: no PYTHON* variables, no user site, and neither the working folder nor the
+    # script's folder on sys.path, so a numpy.py dropped by the student's code next to the
+    # notebook is never imported by the verifier.
+    proc = subprocess.Popen([sys.executable, "-I", "-P", "-c", _JUDGE], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=log_file, start_new_session=True,
+                            env={**os.environ, OWNER_VARIABLE: owner})
+    watch = _TreeWatch(proc, memory)
+    watch.start()
+    failed = None
+    try:
+        out, _ = proc.communicate(json.dumps(job).encode("utf-8"), timeout=limit)
+    except subprocess.TimeoutExpired:
+        failed = f"the verification ran past its limit of {limit:g} s"
+        out = b""
+    finally:
+        watch.stop()
+        if failed or watch.hit or proc.returncode != 0:
+            _kill_session(proc)
+        remove_leftovers(owner)  # none when it closed its sandboxes itself
+    if watch.hit:
+        raise VerificationFailed(f"the verifier used {watch.peak / 1e6:,.0f} MB of memory, above its limit of "
+                                 f"{memory / 1e6:,.0f} MB")
+    if failed:
+        raise VerificationFailed(failed)
+    if proc.returncode != 0:
+        raise VerificationFailed(f"the verifier exited with status {proc.returncode}")
+    try:
+        found = json.loads(out.decode("utf-8").strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        found = None
+    # The verifier's report: its verdicts, and where its time went (see PROFILE_STAGES).
+    if not isinstance(found, dict) or not isinstance(found.get("verdicts"), list) or not all(
+            isinstance(v, dict) for v in found["verdicts"]) or not isinstance(found.get("profile", {}), dict):
+        raise VerificationFailed("the verifier's report could not be read")
+    return found
+
+
+class _TreeWatch:
+    """The resident memory of a process and of its descendants outside any sandbox, watched.
+
+    Sandboxed descendants (the student worker) are in another PID namespace and have their
+    own limit; the verifier and its reference process are counted here. Past ``limit`` the
+    session is killed at once and ``hit`` is set.
+    """
+
+    def __init__(self, proc: subprocess.Popen, limit: int) -> None:
+        self.proc, self.limit, self.hit, self.peak = proc, limit, False, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="verifier-memory", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _watch(self) -> None:
+        own = os.readlink("/proc/self/ns/pid")
+        while not self._stop.wait(_WATCH_SECONDS):
+            if self.proc.poll() is not None:
+                return
+            used = 0
+            for pid in _descendants(self.proc.pid):
+                try:
+                    if os.readlink(f"/proc/{pid}/ns/pid") == own:
+                        used += _status_kib(pid, "VmRSS") * 1024
+                except OSError:
+                    continue
+            self.peak = max(self.peak, used)
+            if used > self.limit:
+                self.hit = True
+                _kill_session(self.proc)
+                return
+
+
+def _descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it, from each thread's ``children`` file in ``/proc``.
+
+    Cheaper than scanning all of ``/proc`` for parents (what psutil does): the watch looks
+    twenty times a second while the verifier runs, beside the measurements.
+    """
+    found, stack = [], [pid]
+    while stack:
+        current = stack.pop()
+        found.append(current)
         try:
-            # -I -P: no PYTHON* variables, no user site, and neither the working folder nor
-            # the script's folder on sys.path, so a numpy.py dropped by the student's code
-            # next to the notebook is never imported by the verifier.
-            done = subprocess.run([sys.executable, "-I", "-P", "-c", _JUDGE], input=json.dumps(job), capture_output=False,
-                                  stdout=subprocess.PIPE, stderr=log_file, text=True, timeout=limit,
-                                  start_new_session=True)
-            found = json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else None
-            why = f"the verifier exited with status {done.returncode}"
-        except subprocess.TimeoutExpired:
-            found, why = None, f"the verification ran past its limit of {limit} s"
-        except (json.JSONDecodeError, IndexError):
-            found, why = None, "the verifier's report could not be read"
-    if isinstance(found, dict):  # the verifier's report: its verdicts and where its time went
-        if profile is not None:
-            profile.update(found.get("profile", {}))
-        found = found.get("verdicts")
-    if found is None:
-        return [CellVerdict(g, 0.0, points.get(g, 0.0), why, conclusive=False) for g in tests]
-    return [CellVerdict(**v) for v in found]
+            tasks = os.listdir(f"/proc/{current}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{current}/task/{task}/children") as fh:
+                    stack.extend(int(child) for child in fh.read().split())
+            except (OSError, ValueError):
+                continue
+    return found
+
+
+def _kill_session(proc: subprocess.Popen) -> None:
+    """SIGKILL to the verifier's session (it is its leader: the reference process and the
+    sandbox's wrappers are in it; the sandbox itself dies with its parent)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(10)
+
+
+def _writable_fields(verdict: dict) -> dict:
+    """A verdict from the report with its text fields writable (they may quote the student's messages)."""
+    return {key: writable(value) if isinstance(value, str) else value for key, value in verdict.items()}
 
 
 # --- the verifier process ------------------------------------------------------------------
@@ -237,12 +382,30 @@ class _Worker:
         self.timeout = timeout
         self.restarts = 0
         self._cells: list[str] | None = None
+        self.load_stopped = ""
+        self._killing = threading.RLock()
         self._start()
 
     def load(self, cells: list[str]) -> None:
-        """Run the notebook's non-test cells in the worker; they run again after a restart."""
-        self._cells = cells
-        self.request("load", cells, self.timeout, seconds=self.timeout * (len(cells) + 1) + 30)
+        """Run the notebook's non-test cells in the worker, one at a time; they run again after a restart.
+
+        A cell that ends the worker (past the memory limit or the disk quota, past its time
+        with the alarm ignored, ``os._exit``) ends the loading there, as a kernel that dies
+        runs no later cell: a fresh worker runs the cells before it, and
+        :attr:`load_stopped` says why (answers defined later are missing).
+        """
+        self._cells, self.load_stopped = cells, ""
+        for index, cell in enumerate(cells):
+            try:
+                self.request("load", [cell], self.timeout, seconds=self.timeout + 30)
+            except StudentCodeError:
+                if not self.dead or self.restarts >= _MAX_RESTARTS:
+                    raise
+                why = self.dead
+                self._cells = cells[:index]
+                self.restart()
+                self.load_stopped = f"the worker stopped in cell {index + 1} of your notebook's code: {why}"
+                return
 
     def restart(self) -> None:
         """A fresh worker after one that ran out of time: as a kernel goes on after an interrupt."""
@@ -288,6 +451,30 @@ class _Worker:
             os.close(out_w)
         self.dead: str | None = None
         self.threads: int | None = None
+        if self.box is not None and memory_limit:
+            self._watching = threading.Event()
+            threading.Thread(target=self._watch_limits, args=(self.box, memory_limit, self._watching),
+                             name="worker-limits", daemon=True).start()
+
+    def _watch_limits(self, box: Any, memory_limit: int, stop: threading.Event) -> None:
+        """Kill the worker once its sandbox holds more than ``memory_limit`` (processes and
+        files in its tmpfs and memory files alike) or its folder more than the disk quota."""
+        looks = 0
+        while not stop.wait(_LIMITS_WATCH_SECONDS):
+            try:
+                held = box.memory_current()
+                disk = box.disk_used() if looks % 5 == 0 else 0  # a folder walk: once a second
+            except Exception:  # noqa: BLE001 - the sandbox is being closed
+                return
+            looks += 1
+            if held > memory_limit:
+                self.kill(f"your code held {held / 1e6:,.0f} MB of memory, above the limit of "
+                          f"{memory_limit / 1e6:,.0f} MB (files in /tmp and /dev/shm and memory files count)")
+                return
+            if box.limits.disk and disk > box.limits.disk:
+                self.kill(f"your code wrote more than {box.limits.disk / 1e6:,.0f} MB into its folder, "
+                          "above the disk quota")
+                return
 
     def _start_sandboxed(self, argv: list[str], fds: tuple[int, ...], cwd: str,
                          memory_limit: int, output: int) -> tuple[subprocess.Popen, int]:
@@ -306,7 +493,7 @@ class _Worker:
         read_only = [os.path.dirname(course_lib.__file__), *([self.shared] if self.shared else [])]
         self.box = Sandbox(scratch, read_only=read_only, env=env,
                            limits=Limits(memory=(memory_limit + _ADDRESS_HEADROOM) if memory_limit else None,
-                                         processes=256))
+                                         processes=256, tmpfs=memory_limit or Limits.tmpfs))
         self.box.__enter__()
         proc = self.box.popen(argv, pass_fds=fds, stdin=subprocess.DEVNULL, stdout=output, stderr=output)
         # The wrappers (setpriv, unshare, bwrap) carry the same command line: the worker is
@@ -359,10 +546,19 @@ class _Worker:
         return _reply(self.send(data, seconds))
 
     def pause(self) -> None:
-        """Stop every student process: the whole sandbox (daemons included), else the group."""
+        """Stop every student process: the whole sandbox (daemons included), else the group.
+
+        A freeze that fails, or is not complete within ``_FREEZE_SECONDS``, is a failed
+        measurement (``_Inconclusive``): timing the reference while the student's processes
+        still run would charge their load to it. The sandbox is let run again first.
+        """
         if self.box is not None:
-            with contextlib.suppress(Exception):
-                self.box.freeze()
+            try:
+                self.box.freeze(timeout=_FREEZE_SECONDS)
+            except Exception as exc:  # noqa: BLE001 - SandboxError, or the cgroup file refused
+                self.resume()
+                raise _Inconclusive(f"the grader could not stop your processes within {_FREEZE_SECONDS:g} s "
+                                    f"({exc}), so it could not measure") from None
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGSTOP)
@@ -376,6 +572,10 @@ class _Worker:
             os.killpg(self.proc.pid, signal.SIGCONT)
 
     def kill(self, why: str) -> None:
+        with self._killing:  # the limits' watch may kill from its own thread
+            self._kill(why)
+
+    def _kill(self, why: str) -> None:
         self.dead = self.dead or why
         if self.box is not None:
             with contextlib.suppress(Exception):
@@ -409,6 +609,8 @@ class _Worker:
         return described if isinstance(described, str) else ""
 
     def close(self) -> None:
+        if getattr(self, "_watching", None) is not None:
+            self._watching.set()
         for fd in (self._w, self._r, self.results_fd):
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -423,6 +625,8 @@ class _Worker:
 
 
 _LOG_CAP = 1_000_000  # bytes of the worker's output kept in the log
+_FREEZE_SECONDS = 0.5  # a sandbox not frozen by then fails the measurement
+_LIMITS_WATCH_SECONDS = 0.2  # between two looks at the worker's memory (as the kernel's watch)
 
 
 def _drain(fd: int, log: Any, cap: int) -> None:
@@ -444,6 +648,7 @@ def _drain(fd: int, log: Any, cap: int) -> None:
 # and the thread pools reserve far more of it than they touch, hence the headroom.
 _ADDRESS_HEADROOM = 3 * 10**9
 _MAX_RESULT_BYTES = 2**29  # 512 MiB: a reply or a batch's results, held in the grader's memory
+_MAX_DECODED_BYTES = 2**29  # what reading one reply may allocate, estimated before allocating (_data.loads)
 
 
 def _read_reply(fd: int, deadline: float, max_bytes: int) -> bytes | str:
@@ -473,7 +678,7 @@ def _limit_address_space(memory_limit: int) -> None:
 
 def _reply(data: bytes) -> Any:
     try:
-        reply = _data.loads(data, max_bytes=_MAX_RESULT_BYTES)
+        reply = _data.loads(data, max_bytes=_MAX_RESULT_BYTES, max_decoded=_MAX_DECODED_BYTES)
     except _data.NotData as exc:
         raise _Untransportable(f"your function's result could not be read ({exc})") from None
     if not isinstance(reply, tuple) or not reply or reply[0] not in ("ok", "error", "notdata"):
@@ -583,21 +788,22 @@ def _pack(inputs: list) -> Inputs:
 def _stage(worker: _Worker, payload: Inputs, honest: float | None = None) -> float:
     """Send a batch's pickled inputs to the worker; return the CPU seconds to bill for it.
 
-    The worker unpickles the inputs before any clock starts. The CPU it spends on that
-    beyond what an honest process spends receiving the same bytes (``honest``: the
-    reference process's CPU for the same staging, read from the kernel's accounting) is
-    work smuggled into the staging step (precomputing the answers), and is billed to the
-    batch. Without ``honest``, this process's own cost of unpickling the bytes stands in;
-    it misses the page faults of a process that keeps the inputs, so it is only used for
-    single calls.
+    The worker unpickles the inputs before any clock starts. The CPU that its whole sandbox
+    spends meanwhile (every process, children reaped or not: a helper forked to compute the
+    answers while the inputs arrive is counted) beyond what an honest process spends
+    receiving the same bytes (``honest``: the reference process's CPU for the same staging,
+    read from the kernel's accounting) is work smuggled into the staging step, and is billed
+    to the batch. Without ``honest``, this process's own cost of unpickling the bytes stands
+    in; it misses the page faults of a process that keeps the inputs, so it is only used for
+    single calls. Staging is bounded in time too (:func:`_stage_seconds`): past it the
+    worker is killed, as for a call past its time limit.
     """
-    pid = worker.pid
-    before, own = _cpu_seconds(pid), time.thread_time()
+    before, own = _sandbox_cpu(worker), time.thread_time()
     header = pickle.dumps(("stage", payload.data, payload.sizes),
                           protocol=pickle.HIGHEST_PROTOCOL)
-    _reply(worker.send(header, inputs=payload))
+    _reply(worker.send(header, seconds=_stage_seconds(payload.nbytes, worker.timeout), inputs=payload))
     own = time.thread_time() - own  # writing into the pipe costs about what reading from it does
-    staging = _cpu_seconds(pid) - before
+    staging = _sandbox_cpu(worker) - before
     if honest is None:
         t0 = time.thread_time()
         pickle.loads(payload.data, buffers=[bytearray(b) for b in payload.buffers])  # a copy, as the worker reads
@@ -605,18 +811,40 @@ def _stage(worker: _Worker, payload: Inputs, honest: float | None = None) -> flo
     return max(0.0, staging - 1.5 * honest - 0.002)
 
 
+def _stage_seconds(nbytes: int, timeout: float) -> float:
+    """Wall seconds a worker may take to receive ``nbytes`` of inputs: 2 s plus 50 ms a MiB.
+
+    Staging only copies bytes into the worker and unpickles them; nothing in it needs to
+    wait. Never more than the call's own time limit.
+    """
+    return min(float(timeout), 2.0 + 0.05 * nbytes / 2**20)
+
+
+def _sandbox_cpu(worker: _Worker) -> float:
+    """CPU seconds of everything in the worker's sandbox so far (else of the worker process)."""
+    if worker.box is not None:
+        try:
+            return worker.box.cpu_time()
+        except OSError:
+            raise _Inconclusive("the sandbox's CPU time cannot be read on this system") from None
+    return _cpu_seconds(worker.pid)
+
+
 def _run_batch(worker: _Worker, name: str | None, whole_sandbox: bool = False) -> tuple[float, float, Any]:
-    """(wall seconds, worker CPU seconds, outcome) of one timed batch in the student worker.
+    """(seconds to bill, CPU seconds, outcome) of one timed batch in the student worker.
 
     The verifier's clock runs from the request to the answer; the worker has written its
     results into the results file before answering, and is stopped the moment the answer
     arrives, so background work cannot touch them afterwards. The time this process needs
     to pickle and write the same results is subtracted: moving data costs the student
-    nothing. ``name`` None runs the empty candidate (the round trip alone).
+    nothing. CPU that other processes of the sandbox spent during the batch (a helper
+    computing half the work on another core) is added to its time, so work spread over
+    processes is billed as the work it is. ``name`` None runs the empty candidate (the
+    round trip alone). ``whole_sandbox`` (scaling): the CPU figure is the whole sandbox's.
     """
     pid = worker.pid
     message = pickle.dumps(("batch", name), protocol=pickle.HIGHEST_PROTOCOL)
-    box = worker.box if whole_sandbox else None
+    box = worker.box
     box_before = box.cpu_time() if box is not None else 0.0
     before = _cpu_seconds(pid)
     waits = _Waits(pid)
@@ -627,14 +855,14 @@ def _run_batch(worker: _Worker, name: str | None, whole_sandbox: bool = False) -
     try:
         cpu = _cpu_seconds(pid) - before
         wall = waits.discount(wall, cpu, worker.threads or 1)
-        if box is not None:
-            # Everything in the sandbox, not only the worker: work handed to a forked child
-            # counts (a child's time reaches its reaper's accounts when it is reaped). Without
-            # a cgroup those accounts tick every 10 ms, so less than two ticks more than the
-            # worker's own (ns) figure is rounding, not a child.
-            whole = box.cpu_time() - box_before
-            if whole - cpu > _CHILD_CPU_SLACK:
-                cpu = whole
+        # Everything in the sandbox, not only the worker (a child's time reaches its reaper's
+        # accounts when it is reaped). Without a cgroup, reaped children tick every 10 ms,
+        # so less than that more than the worker's own (ns) figure is rounding, not a child.
+        others = max(0.0, box.cpu_time() - box_before - cpu) if box is not None else 0.0
+        if whole_sandbox and others > _CHILD_CPU_SLACK:
+            cpu += others
+        elif not whole_sandbox and others > _OTHERS_SLACK:
+            wall += others
         _reply(raw)
         data = worker.read_results()
     finally:
@@ -814,6 +1042,8 @@ class _ReferenceProcess:
         return max(seconds - _write_seconds(outcome[1]), 1e-7), outcome[1]
 
     def close(self) -> None:
+        if getattr(self, "_watching", None) is not None:
+            self._watching.set()
         for fd in (self._w, self._r, self.results_fd):
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -1071,17 +1301,12 @@ def _install_remote_helpers() -> None:
             return real["assert_peak_memory_below"](fn, limit, *args, **kwargs)
         limit_bytes = grading._parse_bytes(limit)
         traced, resident = _remote_peak(fn, args, kwargs)
-        _MEASUREMENTS.append(f"measured outside your kernel: peak traced memory {grading._fmt_bytes(traced)}, "
-                             f"resident memory rose by {grading._fmt_bytes(resident)}; limit "
+        counted = _counted_peak(traced, resident)
+        _MEASUREMENTS.append(f"measured outside your kernel: {_describe_peak(traced, resident, counted)}; limit "
                              f"{grading._fmt_bytes(limit_bytes)}")
-        if traced >= limit_bytes:
-            raise grading.GradingError(f"Too much memory: peak traced memory {grading._fmt_bytes(traced)}, "
-                                       f"the limit is {grading._fmt_bytes(limit_bytes)}")
-        if resident >= _RESIDENT_FACTOR * limit_bytes + _RESIDENT_SLACK:
-            raise grading.GradingError(
-                f"Too much memory: your process's resident memory rose by {grading._fmt_bytes(resident)} "
-                f"while tracemalloc saw a peak of {grading._fmt_bytes(traced)}; memory was allocated "
-                f"out of tracemalloc's sight (the limit is {grading._fmt_bytes(limit_bytes)})")
+        if counted >= limit_bytes:
+            raise grading.GradingError(f"Too much memory: {_describe_peak(traced, resident, counted)}; the "
+                                       f"limit is {grading._fmt_bytes(limit_bytes)}")
 
     def assert_scaling(fn, make_input, sizes, max_exponent, *, budget=0.2, margin=0.1, min_call_seconds=1e-3):
         if not isinstance(fn, _Remote):
@@ -1113,14 +1338,13 @@ def _install_remote_helpers() -> None:
             return real["peak_memory_points"](fn, full_at, zero_at, points, *args, **kwargs)
         full, zero = grading._memory_thresholds(full_at, zero_at, points)
         traced, resident = _remote_peak(fn, args, kwargs)
-        # The resident cross-check of assert_peak_memory_below, as a peak: memory allocated out
-        # of tracemalloc's sight counts as (rise - slack) / factor, so full points here need
+        # The figure assert_peak_memory_below compares with its limit, so full points here need
         # exactly what passing assert_peak_memory_below(fn, full_at) needs.
-        hidden = max(0.0, resident - _RESIDENT_SLACK) / _RESIDENT_FACTOR
-        _MEASUREMENTS.append(f"measured outside your kernel: peak traced memory {grading._fmt_bytes(traced)}, "
-                             f"resident memory rose by {grading._fmt_bytes(resident)}; full points up to "
-                             f"{grading._fmt_bytes(int(full))}, none from {grading._fmt_bytes(int(zero))}")
-        return grading._log_share_points(max(float(traced), hidden), full, zero, float(points))
+        counted = _counted_peak(traced, resident)
+        _MEASUREMENTS.append(f"measured outside your kernel: {_describe_peak(traced, resident, counted)}; full "
+                             f"points up to {grading._fmt_bytes(int(full))}, none from "
+                             f"{grading._fmt_bytes(int(zero))}")
+        return grading._log_share_points(float(counted), full, zero, float(points))
 
     def scaling_points(fn, make_input, sizes, full_at, zero_at, points, *, budget=0.2, margin=0.1,
                        min_call_seconds=1e-3):
@@ -1264,10 +1488,30 @@ def _remote_first_call_seconds(fn: _Remote, args: tuple, calls: int) -> tuple[fl
 
 _JOB: dict[str, Any] = {}  # the job being judged: the student's cells, for a fresh worker
 
-# The resident-memory cross-check: RSS also counts what tracemalloc does not trace (parser
-# buffers, the allocator's slack), so it only fails a submission far above the limit.
-_RESIDENT_FACTOR = 4.0
-_RESIDENT_SLACK = 64 * 2**20
+# What the sandbox's memory may rise above the traced peak before the rise counts instead:
+# honest code holds memory tracemalloc does not see (parser buffers in C, SQLite's cache,
+# the allocator's slack). benchmarks/memory_tolerance.py measures it on the course's memory
+# cells in the sandboxed worker, warm as the graded call is: for every honest answer that
+# earns points the rise stayed at or below the traced peak (rise minus traced 0.00 MiB at
+# most for hourly_load, -4.2 MiB for region_summary), and repeated readings of one answer
+# varied by up to 2.5 MiB (5 December 2026, loads 2 and 5-6). 8 MiB covers that with room;
+# the whole-file read hidden from tracemalloc rose by 138-145 MiB there, the same read in a
+# forked child by 209 MiB. A fixed allowance from measurements, not a multiple of the limit.
+_RESIDENT_TOLERANCE = 8 * 2**20
+
+
+def _counted_peak(traced: int, resident: int) -> int:
+    """The memory figure a memory cell grades: the traced peak, or the sandbox's rise less the
+    tolerance when that is larger (memory allocated out of tracemalloc's sight, or in a child)."""
+    return max(int(traced), int(resident) - _RESIDENT_TOLERANCE)
+
+
+def _describe_peak(traced: int, resident: int, counted: int) -> str:
+    from course_lib import grading
+
+    return (f"peak traced memory {grading._fmt_bytes(traced)}, the sandbox's memory (processes and files) "
+            f"rose by {grading._fmt_bytes(resident)}; counted {grading._fmt_bytes(counted)} (the larger of the "
+            f"traced peak and the rise less {grading._fmt_bytes(_RESIDENT_TOLERANCE)})")
 
 
 def _remote_exponent(fn: _Remote, make_input: Callable, sizes: Any, budget: float,
@@ -1310,12 +1554,15 @@ def _remote_peak(fn: _Remote, args: tuple, kwargs: dict) -> tuple[int, int]:
 
 
 class _SandboxMemory:
-    """The most resident memory everything in a sandbox added during a ``with`` block.
+    """The most memory everything in a sandbox added during a ``with`` block.
 
-    The sum of the processes' resident sets, sampled every ``_MEMORY_SAMPLE`` seconds from
-    a thread, and at the end the sum of each live process's own peak (``VmHWM``, reset at
-    the start). A child forked during the call counts the pages it shares with its parent
-    again: an upper bound, for calls that fork.
+    What the sandbox holds (:meth:`course_lib.grader.sandbox.Sandbox.memory_current`: its
+    processes' resident memory and what it keeps in tmpfs and memory files), sampled every
+    ``_MEMORY_SAMPLE`` seconds from a thread, and at the end what it holds then plus how far
+    each live process's own peak (``VmHWM``, reset at the start) is above its resident
+    memory then, which catches a peak between two samples. A child
+    forked during the call counts the pages it shares with its parent again: an upper
+    bound, for calls that fork.
     """
 
     def __init__(self, box: Any) -> None:
@@ -1326,26 +1573,35 @@ class _SandboxMemory:
     def _sum(self, key: str) -> int:
         return sum(_status_kib(pid, key) for pid in self.box.processes()) * 1024
 
+    def _held(self) -> int:
+        try:
+            return self.box.memory_current()
+        except OSError:
+            return self._sum("VmRSS")
+
     def _sample(self) -> None:
         while not self._stop.wait(_MEMORY_SAMPLE):
-            self._peak = max(self._peak, self._sum("VmRSS"))
+            self._peak = max(self._peak, self._held())
 
     def __enter__(self) -> _SandboxMemory:
         for pid in self.box.processes():
             with contextlib.suppress(OSError):
                 Path(f"/proc/{pid}/clear_refs").write_text("5")
-        self._base = self._peak = self._sum("VmRSS")
+        self._base = self._peak = self._held()
         self._thread.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self._stop.set()
         self._thread.join(5)
-        self._peak = max(self._peak, self._sum("VmRSS"), self._sum("VmHWM"))
+        # Each process's own peak above its resident memory now: a rise between two samples.
+        above = self._sum("VmHWM") - self._sum("VmRSS")
+        self._peak = max(self._peak, self._held() + max(0, above))
         self.rise = max(0, self._peak - self._base)
 
 
 _CHILD_CPU_SLACK = 0.02  # seconds: two clock ticks of /proc/PID/stat
+_OTHERS_SLACK = 0.002  # seconds of other processes' CPU in a timed batch that is rounding, not work
 _MEMORY_SAMPLE = 0.002  # seconds between samples of a sandbox's memory: touching 20 MB takes longer
 
 
@@ -1505,7 +1761,8 @@ def _judged_cell(cell: dict, ns: dict, worker: _Worker, answers: set[str], unrea
         not_data = True
     except NameError as exc:
         name = getattr(exc, "name", None)
-        outcome = ((0.0, f"{name} is not defined in your notebook", True) if name in answers
+        stopped = f" ({worker.load_stopped})" if worker.load_stopped else ""
+        outcome = ((0.0, f"{name} is not defined in your notebook{stopped}", True) if name in answers
                    else (0.0, f"could not be verified: {exc}", False))
     except Exception as exc:
         outcome = (0.0, f"{type(exc).__name__}: {str(exc)[:600]}", True)
