@@ -150,13 +150,33 @@ def test_readme_grading_is_generated_from_the_notebooks(student):
     assert re.search(r"\| `test_faster_speed` \| Part 4 \| 2 \| hidden \| partial credit: .*0 points at 60x", text)
     assert re.search(r"\| `test_peak_speed` \| Part 1 \| 2 \| hidden \| partial credit: .*0 points at 2x", text)
     # weeks 3 to 8 (and the example) have tasks, not parts: the column names them too
-    assert re.search(r"\| `test_summary_memory` \| Task 1 \| 4 \| hidden \| partial credit: .*20 MB", text)
-    assert re.search(r"\| `test_compact_memory` \| Task 2 \| 3 \| visible \| partial credit", text)
+    assert re.search(r"\| `test_summary_memory` \| Task 1 \| 2 \| hidden \| partial credit: .*20 MB", text)
+    assert re.search(r"\| `test_compact_memory` \| Task 2 \| 2 \| visible \| partial credit", text)
+    # a cell that measures, then checks the result, ends with the points it kept (`_points`);
+    # one that adds points up (week 8's two halves) gives partial credit too
+    assert re.search(r"\| `test_hourly_memory` \| Task 3 \| 1 \| hidden \| partial credit: .*75 kB", text)
+    assert re.search(r"\| `test_before_after_hidden` \| Task 4 \| 2 \| hidden \| partial credit", text)
     assert re.search(r"\| `test_count_speed` \| Task 1 \| 4 \| hidden \| all or nothing", text)
     assert re.search(r"\| `test_faster_visible` \| Part 4 \| 1 \| visible \| all or nothing \|", text)
     assert "22 points; 2 of them by partial credit, 6 marked by hand." in text
     assert re.search(r"\| `written_explanation` \| Part 6 \| 2 \| none: a written answer \| marked by hand", text)
     assert "Partial credit grows with the speed-up" not in text
+
+
+@pytest.mark.parametrize("source, partial", [
+    ("speedup_points(f, g, full_at=5, zero_at=2, points=2)", True),
+    ("_points = peak_memory_points(f, '20 MB', '100 MB', 2, path)\nassert_same(f(path), g(path))\n_points", True),
+    ("float(all(table)) + float(all(claims))", True),
+    ("round(min(1.0, max(0.0, off)), 2)", True),
+    ("assert_same(f(x), g(x))", False),
+    ("grading.assert_speedup(f, g, make_args=make, at_least=10)", False),
+    ("print('done')", False),
+    ("result = f(x)", False),
+    ("assert f(x) == 1", False),
+])
+def test_a_cell_gives_partial_credit_when_it_ends_with_a_value(source, partial):
+    # nbgrader scores a test cell by the number it shows; checks and prints show none
+    assert student_repo._returns_points(source) is partial
 
 
 def test_rules_follow_the_source_notebook(tmp_path):
