@@ -44,8 +44,8 @@ EXPECTED = {
     "week4": (3, 3),
     "week5": (0, 0),
     "week6": (2, 2),
-    "week7": (3, 3),
-    "week8": (2, 2),
+    "week7": (2, 2),  # question 3 dropped for the graded speed-up curve (issue 27)
+    "week8": (1, 1),  # question 2 dropped for the graded stage table (issue 27)
 }
 LONGEST_RATIO = 1.3  # the right option may not exceed the longest wrong one by more than this
 # Words that state a rule without exception. Their weight as a tell is in the contrast: wrong

@@ -9,6 +9,7 @@ the provided slow version, which students see anyway).
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -27,9 +28,10 @@ URL = "https://github.com/example-org/perf-course"
 PLACEHOLDER = "measure-first/" + "measure-first"  # split, so that this file is not a hit
 
 # Library idioms that a solution or hidden test uses as the book and course_lib's own
-# docstrings do; they reveal nothing. Any other overlap fails the test, to be looked at.
-_IDIOMS = {"start = time.perf_counter()", 'with sw("load"):', "for _ in range(5):", "import subprocess",
-           "return seconds"}
+# docstrings do; they reveal nothing. Import statements are trivial too (a hidden test's
+# `import shutil` is in the book and in course_lib), whatever module they name. Any other
+# overlap fails the test, to be looked at.
+_IDIOMS = {"start = time.perf_counter()", 'with sw("load"):', "for _ in range(5):", "return seconds"}
 _MIN_CHARS = 12
 
 
@@ -68,6 +70,23 @@ def test_the_leak_check_finds_a_source_notebook(tmp_path, secrets):
     (tmp_path / "copied.ipynb").write_bytes(notebook.read_bytes())
     kinds = {kind for kind, _, _ in _leaks(tmp_path, secrets)}
     assert kinds == {"solution", "hidden test"}
+
+
+def test_the_leak_check_finds_one_hidden_test_line_but_not_an_import(tmp_path, secrets):
+    # One real hidden-test line copied into a chapter is a leak; an import the hidden tests
+    # share with the book is not (the test once failed on `import shutil` in five chapters).
+    line = max(secrets["hidden test"], key=len)
+    assert not _is_import(line)
+    chapter = tmp_path / "book" / "week9.md"
+    chapter.parent.mkdir()
+    chapter.write_text(f"```python\nimport shutil\nfrom pathlib import Path\n{line}\n```\n")
+    leaks = _leaks(tmp_path, secrets)
+    assert ("hidden test", line, "book/week9.md") in leaks
+    assert all(found in line for _, found, _ in leaks)  # the line alone (or parts of it), no import
+    chapter.write_text("```python\nimport shutil\nimport subprocess\n```\n")
+    assert _leaks(tmp_path, secrets) == []
+    assert _is_import("from course_lib.grading import assert_same, speedup_points")
+    assert not _is_import("shutil.rmtree(scratch)") and not _is_import("import (")
 
 
 @pytest.mark.parametrize("part", ["solutions", "grading", "examples", "tests", "benchmarks", ".github/workflows/tests.yml",
@@ -131,13 +150,33 @@ def test_readme_grading_is_generated_from_the_notebooks(student):
     assert re.search(r"\| `test_faster_speed` \| Part 4 \| 2 \| hidden \| partial credit: .*0 points at 60x", text)
     assert re.search(r"\| `test_peak_speed` \| Part 1 \| 2 \| hidden \| partial credit: .*0 points at 2x", text)
     # weeks 3 to 8 (and the example) have tasks, not parts: the column names them too
-    assert re.search(r"\| `test_summary_memory` \| Task 1 \| 4 \| hidden \| partial credit: .*20 MB", text)
-    assert re.search(r"\| `test_compact_memory` \| Task 2 \| 3 \| visible \| partial credit", text)
+    assert re.search(r"\| `test_summary_memory` \| Task 1 \| 2 \| hidden \| partial credit: .*20 MB", text)
+    assert re.search(r"\| `test_compact_memory` \| Task 2 \| 2 \| visible \| partial credit", text)
+    # a cell that measures, then checks the result, ends with the points it kept (`_points`);
+    # one that adds points up (week 8's two halves) gives partial credit too
+    assert re.search(r"\| `test_hourly_memory` \| Task 3 \| 1 \| hidden \| partial credit: .*75 kB", text)
+    assert re.search(r"\| `test_before_after_hidden` \| Task 4 \| 2 \| hidden \| partial credit", text)
     assert re.search(r"\| `test_count_speed` \| Task 1 \| 4 \| hidden \| all or nothing", text)
     assert re.search(r"\| `test_faster_visible` \| Part 4 \| 1 \| visible \| all or nothing \|", text)
     assert "22 points; 2 of them by partial credit, 6 marked by hand." in text
     assert re.search(r"\| `written_explanation` \| Part 6 \| 2 \| none: a written answer \| marked by hand", text)
     assert "Partial credit grows with the speed-up" not in text
+
+
+@pytest.mark.parametrize("source, partial", [
+    ("speedup_points(f, g, full_at=5, zero_at=2, points=2)", True),
+    ("_points = peak_memory_points(f, '20 MB', '100 MB', 2, path)\nassert_same(f(path), g(path))\n_points", True),
+    ("float(all(table)) + float(all(claims))", True),
+    ("round(min(1.0, max(0.0, off)), 2)", True),
+    ("assert_same(f(x), g(x))", False),
+    ("grading.assert_speedup(f, g, make_args=make, at_least=10)", False),
+    ("print('done')", False),
+    ("result = f(x)", False),
+    ("assert f(x) == 1", False),
+])
+def test_a_cell_gives_partial_credit_when_it_ends_with_a_value(source, partial):
+    # nbgrader scores a test cell by the number it shows; checks and prints show none
+    assert student_repo._returns_points(source) is partial
 
 
 def test_rules_follow_the_source_notebook(tmp_path):
@@ -341,7 +380,16 @@ def _split_regions(source: str, found: dict[str, set[str]], public: list[str]) -
 
 def _non_trivial(line: str, released: str) -> bool:
     return (len(line) >= _MIN_CHARS and not line.startswith("#") and line not in _IDIOMS
-            and line not in released)
+            and not _is_import(line) and line not in released)
+
+
+def _is_import(line: str) -> bool:
+    """Whether ``line`` is one whole import statement (``import x``, ``from x import y``)."""
+    try:
+        body = ast.parse(line).body
+    except SyntaxError:
+        return False
+    return len(body) == 1 and isinstance(body[0], (ast.Import, ast.ImportFrom))
 
 
 def _leaks(folder: Path, secrets: dict[str, set[str]]) -> list[tuple[str, str, str]]:

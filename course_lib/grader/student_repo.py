@@ -484,8 +484,9 @@ before the deadline.
   inputs of your own too.
 
 Cell by cell, from the notebooks themselves: *all or nothing* means full points or none;
-*partial credit* means the points grow with the measurement between the two figures given
-(on a log scale: the speed-up, how many times less memory, the peak or the growth exponent).
+*partial credit* means the cell can give part of its points, as its text says: mostly they
+grow with the measurement between the two figures given (on a log scale: the speed-up, how
+many times less memory, the peak or the growth exponent).
 
 {weeks}
 
@@ -561,20 +562,17 @@ def _student_extra(pyproject: str) -> list[str]:
 
 def _returns_points(source: str) -> bool:
     # nbgrader gives partial credit when a test cell's value is a number: here, when its last
-    # statement is a call to speedup_points or parallel_points (the helpers that return points)
+    # statement is an expression other than a check (assert_same, assert_speedup: they return
+    # None) or a print: a helper's points, a name they were kept in, a sum of points
     try:
         body = ast.parse(source).body
     except SyntaxError:
         return False
-    last = body[-1] if body else None
-    if not (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call)):
+    if not (body and isinstance(body[-1], ast.Expr)):
         return False
-    func = last.value.func
-    return (func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")) in ("speedup_points",
-                                                                                      "parallel_points",
-                                                                                      "peak_memory_points",
-                                                                                      "scaling_points",
-                                                                                      "log_points")
+    func = getattr(body[-1].value, "func", None)
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+    return not (name.startswith("assert") or name in ("print", "display"))
 
 
 def _leading_comment(source: str) -> str:
