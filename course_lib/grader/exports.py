@@ -136,7 +136,7 @@ def grade_rows(course, roster: Sequence | None = None, *, store: bool = False,
                assignments: Iterable[str] | None = None, students: Iterable[str] | None = None) -> list[GradeRow]:
     """Every submission's :class:`GradeRow`, sorted by assignment and student.
 
-    ``course`` is a :class:`course_lib.grader.nbgrading.Course`. ``roster``: its students'
+    ``course`` is a :class:`course_lib.grader.common.Course`. ``roster``: its students'
     names, e-mails and LMS ids (matched as :func:`course_lib.grader.roster.match_roster`
     matches), and a ``missing`` row for each one without a submission. ``store``: write the
     penalties back to the gradebook. ``assignments``, ``students``: only these (no
@@ -145,7 +145,8 @@ def grade_rows(course, roster: Sequence | None = None, *, store: bool = False,
     from nbgrader.api import Gradebook
 
     from course_lib.grader._submissions import read_names
-    from course_lib.grader.nbgrading import _environment, _nbgrader_env, _quiet_warnings
+    from course_lib.grader._gradebook import _nbgrader_env, _quiet_warnings
+    from course_lib.grader.common import _environment
     from course_lib.grader.roster import _split_name, match_roster
 
     plugin = _late_plugin(course)

@@ -281,7 +281,7 @@ def write_feedback(autograded: str | Path, target: str | Path, scores: dict[str,
 def write_submission_feedback(course, student: str, assignment: str, row=None) -> list[Path]:
     """Replace nbgrader's feedback pages of one graded submission with :func:`render_feedback`'s.
 
-    ``course`` is a :class:`course_lib.grader.nbgrading.Course`. Everything comes from the
+    ``course`` is a :class:`course_lib.grader.common.Course`. Everything comes from the
     gradebook as it is now: the cells' points (after the out-of-kernel verdicts, with any
     manual mark), which cells the instructor marked or commented on, and the submission's
     standing (late penalty included, as :func:`course_lib.grader.exports.grade_rows`
@@ -314,7 +314,8 @@ def _gradebook_cells(course, student: str, assignment: str) -> tuple[dict[str, f
     """(points by grade id, {grade id: comment} of the cells marked or commented on by hand)."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    from course_lib.grader.nbgrading import _environment, _nbgrader_env, _quiet_warnings
+    from course_lib.grader._gradebook import _nbgrader_env, _quiet_warnings
+    from course_lib.grader.common import _environment
 
     scores: dict[str, float] = {}
     marked: dict[str, str] = {}

@@ -70,7 +70,6 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +80,6 @@ from nbgrader.converters import Autograde, GenerateAssignment, GenerateFeedback
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.nbgraderformat import MetadataValidator
 from traitlets.config import Config
-from traitlets.config.loader import PyFileConfigLoader
 
 from course_lib.grader._nbpreprocessors import (
     CELL_TIMEOUT,
@@ -93,7 +91,11 @@ from course_lib.grader._nbpreprocessors import (
 from course_lib import timing
 from course_lib.grader import _cores
 from course_lib.grader._submissions import Submission, copy_submission, find_submissions, record_names
+from course_lib.grader._gradebook import _nbgrader_env, _quiet_warnings, _scores
 from course_lib.grader._text import scrub_host, writable
+# Re-exported: ``nbgrading.Course``, ``nbgrading.CourseError`` ... stay where callers find them.
+from course_lib.grader.common import CONFIG_FILE, Course, CourseError, Flag, SubmissionResult, _environment
+from course_lib.grader.common import _driver  # noqa: F401 - the CLI's tests call nbgrading._driver
 from course_lib.grader.sandbox import available as sandbox_available
 from course_lib.grader.verification import CellVerdict, is_performance_cell, verify_notebook
 
@@ -113,159 +115,6 @@ __all__ = [
     "RestoreMissingCells",
     "HideHiddenTests",
 ]
-
-CONFIG_FILE = "nbgrader_config.py"
-"""The file that marks a course repository's root and configures nbgrader."""
-
-
-class CourseError(ValueError):
-    """Bad input from the person running a command (missing folder, unknown assignment, ...).
-
-    The ``course`` command prints its message on one line and exits with status 2.
-    """
-
-
-@dataclass(frozen=True)
-class Course:
-    """Where a course lives and how it grades.
-
-    Use :meth:`locate`; it fills what is not given from the environment variables that
-    ``nbgrader_config.py`` documents (``COURSE_GRADING_DIR``, ``COURSE_DB_URL``,
-    ``COURSE_CELL_TIMEOUT``, ``COURSE_NOTEBOOK_TIMEOUT``, ``COURSE_MEMORY_LIMIT``; ``COURSE_ROOT``
-    for the root) and then from the defaults.
-    """
-
-    root: Path
-    grading_dir: Path
-    db_url: str
-    timeout: int
-    notebook_timeout: int = 900
-    memory_limit: int = 4_000_000_000
-    sandboxed: bool = True
-    """Run every kernel in a :class:`course_lib.grader.sandbox.Sandbox`; False flags each grade ``unsandboxed``."""
-
-    @classmethod
-    def locate(cls, root: str | Path | None = None, grading_dir: str | Path | None = None,
-               db_url: str | None = None, timeout: int | None = None, notebook_timeout: int | None = None,
-               memory_limit: int | None = None, sandboxed: bool = True) -> Course:
-        """The course whose ``nbgrader_config.py`` is in ``root`` (default: found upwards from here).
-
-        Raises
-        ------
-        CourseError
-            if no ``nbgrader_config.py`` is found, or ``timeout`` is not positive.
-        """
-        root_path = _find_root(root or os.environ.get("COURSE_ROOT"))
-        grading = Path(grading_dir or os.environ.get("COURSE_GRADING_DIR") or root_path / "grading")
-        grading = grading.expanduser().resolve()
-        url = _driver(db_url or os.environ.get("COURSE_DB_URL") or f"sqlite:///{grading / 'gradebook.db'}")
-        seconds = int(timeout if timeout is not None else os.environ.get("COURSE_CELL_TIMEOUT") or 60)
-        if seconds <= 0:
-            raise CourseError(f"the cell timeout must be a positive number of seconds, got {seconds}")
-        whole = int(notebook_timeout if notebook_timeout is not None
-                    else os.environ.get("COURSE_NOTEBOOK_TIMEOUT") or 900)
-        memory = int(memory_limit if memory_limit is not None
-                     else os.environ.get("COURSE_MEMORY_LIMIT") or 4_000_000_000)
-        if whole <= 0 or memory <= 0:
-            raise CourseError(f"the notebook time limit and the memory limit must be positive, got "
-                              f"{whole} s and {memory} bytes")
-        return cls(root_path, grading, url, seconds, whole, memory, sandboxed)
-
-    def config(self) -> Config:
-        """nbgrader's configuration: ``nbgrader_config.py`` read with this course's settings."""
-        with _environment(COURSE_GRADING_DIR=str(self.grading_dir), COURSE_DB_URL=self.db_url,
-                          COURSE_CELL_TIMEOUT=str(self.timeout), COURSE_NOTEBOOK_TIMEOUT=str(self.notebook_timeout),
-                          COURSE_MEMORY_LIMIT=str(self.memory_limit)):
-            cfg = PyFileConfigLoader(CONFIG_FILE, path=str(self.root)).load_config()
-        cfg.CourseExecute.sandboxed = self.sandboxed
-        return cfg
-
-    def assignments(self) -> list[str]:
-        """The assignments in ``solutions/``: folders holding at least one notebook."""
-        source = self.root / "solutions"
-        if not source.is_dir():
-            return []
-        return sorted(p.name for p in source.iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
-
-    def notebooks(self, assignment: str) -> list[str]:
-        """Names (without ``.ipynb``) of the notebooks of ``assignment``.
-
-        Raises
-        ------
-        CourseError
-            if there is no such assignment in ``solutions/``.
-        """
-        known = self.assignments()
-        if assignment not in known:
-            hint = ", ".join(known) if known else "none"
-            raise CourseError(f"unknown assignment {assignment!r} (assignments in solutions/: {hint})")
-        return sorted(p.stem for p in (self.root / "solutions" / assignment).glob("*.ipynb"))
-
-    def step(self, name: str, student: str, assignment: str) -> Path:
-        """``grading/NAME/STUDENT/ASSIGNMENT`` for name in submitted, autograded, feedback."""
-        return self.grading_dir / name / student / assignment
-
-
-@dataclass(frozen=True)
-class Flag:
-    """Something about a submission an instructor should look at.
-
-    ``kind`` is one of ``malformed``, ``no-notebook``, ``restored``, ``overwritten``,
-    ``timeout``, ``kernel-died``, ``kernel-unresponsive``, ``memory-limit``, ``notebook-timeout``,
-    ``tampering``, ``unreliable``, ``verdict-differs``, ``undecided``, ``unverified``,
-    ``reads-NBGRADER_EXECUTION``, ``grading-error``, ``unsandboxed``, ``refused``, ``disk-quota``,
-    ``late``, ``claimed-time``, ``note``; ``cells`` are the grade ids concerned; ``detail`` is a
-    sentence for the report. Every part is made writable as UTF-8 when the flag is made (see
-    :mod:`course_lib.grader._text`): a detail may quote a student's message or file name.
-    """
-
-    kind: str
-    cells: tuple[str, ...] = ()
-    detail: str = ""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "kind", writable(self.kind))
-        object.__setattr__(self, "cells", tuple(writable(c) for c in self.cells))
-        object.__setattr__(self, "detail", writable(self.detail))
-
-    @property
-    def label(self) -> str:
-        """Short form for tables: ``kind`` or ``kind:cell,cell``."""
-        return self.kind + (":" + ",".join(self.cells) if self.cells else "")
-
-    def __str__(self) -> str:
-        return self.label
-
-
-@dataclass(frozen=True)
-class SubmissionResult:
-    """The outcome of grading one student's submission of one assignment."""
-
-    student: str
-    assignment: str
-    score: float
-    max_score: float
-    cell_scores: dict[str, float] = field(default_factory=dict)
-    flags: tuple[Flag, ...] = ()
-    feedback: tuple[Path, ...] = ()
-    speedups: dict[str, float] = field(default_factory=dict)
-    """Speed-ups measured outside the kernel, by grade id of the speed cell."""
-    profile: dict[str, float] = field(default_factory=dict)
-    """Seconds this grading spent per stage (see :mod:`course_lib.grader.profile`)."""
-    penalty: float = 0.0
-    """The late penalty taken off ``score`` (see :mod:`course_lib.grader.exports`)."""
-    status: str = "graded"
-    """``graded`` or ``late``."""
-    skipped: bool = False
-    """Graded before and unchanged since, so not graded again (its scores are the gradebook's now)."""
-
-    @property
-    def flagged(self) -> bool:
-        return bool(self.flags)
-
-    def has_flag(self, kind: str) -> bool:
-        return any(flag.kind == kind for flag in self.flags)
-
 
 def release(course: Course, assignment: str) -> Path:
     """Regenerate ``assignments/ASSIGNMENT`` from ``solutions/ASSIGNMENT`` (no gradebook touched).
@@ -736,45 +585,6 @@ def format_table(results: list[SubmissionResult]) -> str:
 _TAMPERING_PREFIX = "Tampering detected:"
 
 
-def _driver(url: str) -> str:
-    """``postgresql://`` with the driver that is installed: SQLAlchemy 2.1 assumes psycopg 3,
-    the course environment pins psycopg2."""
-    if url.startswith(("postgresql://", "postgres://")):
-        import importlib.util
-
-        if importlib.util.find_spec("psycopg") is None and importlib.util.find_spec("psycopg2") is not None:
-            return "postgresql+psycopg2://" + url.split("://", 1)[1]
-    return url
-
-
-def _find_root(start: str | Path | None) -> Path:
-    if start is not None:
-        root = Path(start).expanduser().resolve()
-        if not (root / CONFIG_FILE).is_file():
-            raise CourseError(f"no {CONFIG_FILE} in {root}: not a course repository")
-        return root
-    here = Path.cwd().resolve()
-    for folder in (here, *here.parents):
-        if (folder / CONFIG_FILE).is_file():
-            return folder
-    raise CourseError(f"no {CONFIG_FILE} here or in any parent folder of {here}; run this inside the "
-                      "course repository or pass --root")
-
-
-@contextlib.contextmanager
-def _environment(**values: str) -> Iterator[None]:
-    old = {key: os.environ.get(key) for key in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in old.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
 def _quiet_logger() -> logging.Logger:
     # nbgrader logs every step; the course command reports results itself, so the log only
     # goes to the buffer that nbgrader's capture_log attaches.
@@ -803,26 +613,6 @@ def _append_log(path: Path, step: str, outcome: dict) -> None:
         fh.write(f"=== nbgrader {step}: {'ok' if outcome['success'] else 'FAILED'}\n")
         fh.write(outcome.get("log", ""))
         fh.write(outcome.get("error", ""))
-
-
-@contextlib.contextmanager
-def _quiet_warnings() -> Iterator[None]:
-    # nbgrader 0.9 trips SQLAlchemy 2's autoflush warnings on every submission, and nbformat
-    # warns about notebooks written by old tools; neither is the instructor's business.
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
-
-
-def _nbgrader_env() -> dict[str, str]:
-    # nbgrader runs the `alembic` command when it creates a gradebook, so this environment's
-    # scripts folder must be on PATH even when `course` was started without activating it.
-    # PYDEVD_...: keeps the kernels' debugger from warning on stderr about frozen modules.
-    scripts = os.path.dirname(sys.executable)
-    return {"PATH": os.pathsep.join([scripts, os.environ.get("PATH", "")]),
-            "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
 
 
 def _last_error(outcome: dict) -> str:
@@ -1275,17 +1065,6 @@ _PLAIN_FEEDBACK = """<!DOCTYPE html>
 <p>Open it in Jupyter to check that it opens, then submit it again or ask your instructor.</p>
 </body></html>
 """
-
-
-def _scores(course: Course, assignment: str, student: str) -> tuple[float, float, dict[str, float]]:
-    with _quiet_warnings(), Gradebook(course.db_url) as gb:
-        try:
-            submission = gb.find_submission(assignment, student)
-        except MissingEntry:
-            max_score = gb.find_assignment(assignment).max_score
-            return 0.0, float(max_score), {}
-        cells = {g.name: float(g.score) for nb in submission.notebooks for g in nb.grades}
-        return float(submission.score), float(submission.max_score), cells
 
 
 def _record_display_names(course: Course, submissions: list[Submission], match=None) -> None:
