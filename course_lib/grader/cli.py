@@ -310,7 +310,7 @@ def _export(args: argparse.Namespace) -> int:
 def _stored_due(course, assignment: str):
     from nbgrader.api import Gradebook, MissingEntry
 
-    from course_lib.grader._gradebook import _nbgrader_env, _quiet_warnings
+    from course_lib.grader._nbgrader import _nbgrader_env, _quiet_warnings
     from course_lib.grader.common import _environment
 
     if course.db_url.startswith("sqlite:///") and not Path(course.db_url.removeprefix("sqlite:///")).exists():

@@ -162,7 +162,7 @@ def _gradebook(course) -> Iterator:
     """The course's gradebook, opened as the grader opens it."""
     from nbgrader.api import Gradebook
 
-    from course_lib.grader._gradebook import _nbgrader_env, _quiet_warnings
+    from course_lib.grader._nbgrader import _nbgrader_env, _quiet_warnings
     from course_lib.grader.common import _environment
 
     with _environment(**_nbgrader_env()), _quiet_warnings(), Gradebook(course.db_url) as gb:

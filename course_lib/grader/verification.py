@@ -114,7 +114,7 @@ class CellVerdict:
 class VerificationFailed(RuntimeError):
     """The verifier failed as a whole: it ran past its time or memory limit, died, or its
     report could not be read. Every test cell of the notebook then scores 0 (see
-    :func:`course_lib.grader.nbgrading._verify`): the kernel's word alone decides nothing."""
+    :func:`course_lib.grader.verify._verify`): the kernel's word alone decides nothing."""
 
 
 def is_performance_cell(grade_id: str | None) -> bool:
