@@ -215,7 +215,7 @@ def graded(tmp_path_factory):
         patch.setenv("TMPDIR", str(scratch))
         patch.setattr(tempfile, "tempdir", None)
         if not _worker_is_sandboxed():
-            patch.setattr(nbgrading, "_verify", lambda *args: ([], {}))
+            patch.setattr(nbgrading, "_verify", lambda *args, **kwargs: ([], {}))
         started = time.perf_counter()
         with contextlib.redirect_stdout(out):
             status = cli.main(args)
@@ -542,7 +542,7 @@ def test_grading_refuses_to_start_without_a_sandbox(tmp_path, monkeypatch, capsy
 def test_no_sandbox_grades_anyway_and_flags_every_grade(tmp_path, monkeypatch):
     submissions = tmp_path / "subs"
     shutil.copytree(HOSTILE / "bystander", submissions / "bystander")
-    monkeypatch.setattr(nbgrading, "_verify", lambda *args: ([], {}))  # the honest sample: kernel only
+    monkeypatch.setattr(nbgrading, "_verify", lambda *args, **kwargs: ([], {}))  # the honest sample: kernel only
     with contextlib.redirect_stdout(io.StringIO()):
         status = cli.main(["grade", "example", "--submissions", str(submissions), "--grading-dir",
                            str(tmp_path / "g"), "--no-progress", "--no-sandbox"])
