@@ -368,7 +368,7 @@ def test_submission_time_is_the_repository_last_commit(tmp_path):
     import subprocess
 
     from course_lib.grader._submissions import Submission
-    from course_lib.grader.nbgrading import _write_timestamp
+    from course_lib.grader.intake import _write_timestamp
 
     repo = tmp_path / "measure-first-ada"
     nb = repo / "assignments" / "week1" / "week1.ipynb"

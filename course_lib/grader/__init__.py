@@ -5,12 +5,23 @@ the measuring helpers; nothing here is imported by them. This subpackage is what
 on the instructor's side:
 
 ``nbgrading``
-    release, grade a batch with flags and feedback, a student's self-check, on top of
-    nbgrader.
+    release, and grade a batch with flags and feedback on top of nbgrader: the pipeline
+    that chains the stages below, each submission through each stage once.
+``intake``, ``execute``, ``verify``, ``score``
+    the stages of a submission: find and copy in, run in the student's kernel, grade
+    again outside it and store the verdicts, read the scores back and record the grading
+    as done (the feedback and export stages are ``feedback`` and ``exports``).
+``common``
+    what every stage shares: the course, ``CourseError``, a flag, a submission's result.
+``_nbgrader``
+    nbgrader as the stages call it: its environment, quiet, its converters run.
 ``verification``
     the out-of-kernel verifier that re-grades speed, memory and scaling cells.
 ``_student_worker``
     the process that holds a student's answers while they are verified.
+``_timed_calls``
+    timed calls into the student worker and the reference process, shared by the verifier
+    and ``_remote_parallel`` (its twin for ``parallel_points``).
 ``_data``
     the data-only format in which the worker sends results back (no pickle).
 ``_nbpreprocessors``, ``_submissions``

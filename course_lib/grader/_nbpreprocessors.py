@@ -13,7 +13,7 @@
     hidden cells' own frames from their tracebacks, so feedback never shows hidden-test source.
 
 What they record goes to ``nb.metadata["measure_first"]`` (see :data:`METADATA_KEY`), where
-:mod:`course_lib.grader.nbgrading` reads it back from the autograded notebook.
+:mod:`course_lib.grader.execute` reads it back from the autograded notebook.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from typing import Any
 
 from course_lib import _concurrency
 from course_lib.grader import _data
-from course_lib.grader import verification as v
+from course_lib.grader import _timed_calls as v
 from course_lib.grader._student_worker import read_frame, write_frame
 
 __all__ = ["remote_parallel_points"]
@@ -151,7 +151,7 @@ def _measure(candidate: Any, reference: Callable, make_args: Callable, settings:
 def _worker_call(worker: Any, name: str, args: tuple) -> tuple[float, Any, _concurrency.Usage]:
     """(seconds on cores of its own, result, usage) of one call in the student worker.
 
-    Staged and timed as a batch of one (see ``verification._run_batch``), with the worker's
+    Staged and timed as a batch of one (see ``_timed_calls._run_batch``), with the worker's
     threads and children sampled from here while it runs. CPU the worker spends staging
     beyond an honest unpickling is billed; writing the result is not.
     """

@@ -56,8 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     2
     """
     args = _parser().parse_args(argv)
-    # nbgrading imports nbgrader (about two seconds): not needed to print --help.
-    from course_lib.grader.nbgrading import CourseError
+    # Imported here: printing --help needs none of the grader (nbgrading takes two seconds to import).
+    from course_lib.grader.common import CourseError
 
     try:
         return args.run(args)
@@ -310,7 +310,8 @@ def _export(args: argparse.Namespace) -> int:
 def _stored_due(course, assignment: str):
     from nbgrader.api import Gradebook, MissingEntry
 
-    from course_lib.grader.nbgrading import _environment, _nbgrader_env, _quiet_warnings
+    from course_lib.grader._nbgrader import _nbgrader_env, _quiet_warnings
+    from course_lib.grader.common import _environment
 
     if course.db_url.startswith("sqlite:///") and not Path(course.db_url.removeprefix("sqlite:///")).exists():
         return None
@@ -365,7 +366,7 @@ def _due(text: str):
 def _check(args: argparse.Namespace) -> int:
     # the students' own self-check (course_lib.check), so both commands report alike
     from course_lib import check
-    from course_lib.grader.nbgrading import CourseError
+    from course_lib.grader.common import CourseError
 
     try:
         result = check.check_notebook(args.notebook, part=args.part, timeout=args.timeout or 60)

@@ -8,6 +8,11 @@ these rows: the table ``course grade`` prints, ``grades.csv``, ``flags.csv`` (th
 flag), the feedback pages, the class report and the exports below. So a late penalty
 appears wherever a score does, and the feedback agrees with ``grades.csv``.
 
+This is also the last stage of ``course grade`` (see :mod:`course_lib.grader.nbgrading`):
+once per batch, ``_export`` computes every standing and writes ``grades.csv`` and
+``flags.csv`` from it and from the batch's results; :func:`recorded_results` reads them back
+and :func:`format_table` prints them.
+
 Lateness is nbgrader's: the submission's timestamp against the assignment's due date (plus
 an extension, if the gradebook holds one). The penalty is nbgrader's ``LateSubmissionPlugin``
 as ``nbgrader_config.py`` configures it (``c.LateSubmissionPlugin.penalty_method``, or a plugin
@@ -43,6 +48,7 @@ Examples
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime
 import functools
 import io
@@ -53,9 +59,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from course_lib.grader._text import writable
+from course_lib.grader.common import Flag, SubmissionResult
 
 __all__ = ["GradeRow", "grade_rows", "write_long", "write_canvas", "write_moodle", "write_export", "FORMATS",
-           "LONG_COLUMNS", "CANVAS_STUDENT_COLUMNS"]
+           "recorded_results", "format_table", "LONG_COLUMNS", "CANVAS_STUDENT_COLUMNS"]
 
 LONG_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
                 "raw_score", "late_submission_penalty", "score", "max_score", "status", "seconds_late",
@@ -136,7 +143,7 @@ def grade_rows(course, roster: Sequence | None = None, *, store: bool = False,
                assignments: Iterable[str] | None = None, students: Iterable[str] | None = None) -> list[GradeRow]:
     """Every submission's :class:`GradeRow`, sorted by assignment and student.
 
-    ``course`` is a :class:`course_lib.grader.nbgrading.Course`. ``roster``: its students'
+    ``course`` is a :class:`course_lib.grader.common.Course`. ``roster``: its students'
     names, e-mails and LMS ids (matched as :func:`course_lib.grader.roster.match_roster`
     matches), and a ``missing`` row for each one without a submission. ``store``: write the
     penalties back to the gradebook. ``assignments``, ``students``: only these (no
@@ -145,7 +152,8 @@ def grade_rows(course, roster: Sequence | None = None, *, store: bool = False,
     from nbgrader.api import Gradebook
 
     from course_lib.grader._submissions import read_names
-    from course_lib.grader.nbgrading import _environment, _nbgrader_env, _quiet_warnings
+    from course_lib.grader._nbgrader import _nbgrader_env, _quiet_warnings
+    from course_lib.grader.common import _environment
     from course_lib.grader.roster import _split_name, match_roster
 
     plugin = _late_plugin(course)
@@ -251,7 +259,112 @@ def write_moodle(rows: Sequence[GradeRow], target: str | Path) -> Path:
     return _write_csv(target, header, table)
 
 
+def recorded_results(course, rows: list, assignment: str | None = None) -> list[SubmissionResult]:
+    """The graded submissions as ``grades.csv`` and ``flags.csv`` have them now, for a table.
+
+    ``rows``: every submission's standing (:func:`course_lib.grader.exports.grade_rows`).
+    """
+    flags: dict[tuple[str, str], list[Flag]] = {}
+    path = course.grading_dir / "flags.csv"
+    if path.exists():
+        with path.open(newline="", encoding="utf-8") as fh:
+            for row in csv.DictReader(fh):
+                flags.setdefault((row["assignment"], row["student"]), []).append(
+                    Flag(row["flag"], tuple(row["cells"].split()), row["detail"]))
+    return [SubmissionResult(r.student, r.assignment, r.score, r.max_score, {}, tuple(flags.get((r.assignment, r.student), ())),
+                             penalty=r.penalty, status=r.status, skipped=True)
+            for r in rows if r.submitted and (assignment is None or r.assignment == assignment)]
+
+
+def format_table(results: list[SubmissionResult]) -> str:
+    """Students down, assignments across (``score / max``, after any late penalty, and ``late``), then flags."""
+    assignments = sorted({r.assignment for r in results})
+    students = sorted({r.student for r in results})
+    by_key = {(r.student, r.assignment): r for r in results}
+    header = ["student", *assignments, "flags"]
+    rows = []
+    for student in students:
+        row, flags = [student], []
+        for assignment in assignments:
+            result = by_key.get((student, assignment))
+            late = f" late (-{_pts(result.penalty)})" if result is not None and result.status == "late" else ""
+            row.append("" if result is None else f"{_pts(result.score)} / {_pts(result.max_score)}{late}")
+            if result is not None:
+                prefix = f"{assignment}: " if len(assignments) > 1 else ""
+                flags += [prefix + f.label for f in result.flags]
+        rows.append(row + ["; ".join(flags)])
+    widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
+    lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)).rstrip() for line in [header, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return writable("\n".join(lines))
+
+
 # --- private helpers -------------------------------------------------------------------------
+
+def _export(course, results: list[SubmissionResult], roster: list | None = None) -> list:
+    """Write ``grades.csv`` and ``flags.csv``; return every submission's standing (``GradeRow``).
+
+    The standing is computed once, here, for every submission in the gradebook (late
+    penalties written back): ``grades.csv``, the ``late`` and ``claimed-time`` flags and
+    the results' scores all come from it.
+    """
+    # Not nbgrader's CsvExportPlugin: it gives every student in the gradebook a 0 for every
+    # assignment, submitted or not; here a row is a graded submission (or a roster "missing").
+    rows = grade_rows(course, roster, store=True)
+    write_long(rows, course.grading_dir / "grades.csv")
+    flags_file = course.grading_dir / "flags.csv"
+    done = {(r.assignment, r.student) for r in results}
+    kept = []
+    if flags_file.exists():
+        with flags_file.open(newline="", encoding="utf-8", errors="backslashreplace") as fh:
+            kept = [row for row in csv.DictReader(fh) if (row["assignment"], row["student"]) not in done
+                    and row["flag"] not in _STANDING_FLAGS]
+    kept += [{"assignment": r.assignment, "student": r.student, "flag": f.kind, "cells": " ".join(f.cells),
+              "detail": f.detail} for r in results for f in r.flags if f.kind not in _STANDING_FLAGS]
+    kept += [{"assignment": row.assignment, "student": row.student, "flag": f.kind, "cells": "", "detail": f.detail}
+             for row in rows for f in _standing_flags(row)]
+    kept.sort(key=lambda row: (row["assignment"], row["student"]))
+    _write_csv(flags_file, _FLAG_COLUMNS, [[row[c] for c in _FLAG_COLUMNS] for row in kept])
+    return rows
+
+
+_FLAG_COLUMNS = ["assignment", "student", "flag", "cells", "detail"]
+
+
+_STANDING_FLAGS = ("late", "claimed-time")
+
+
+def _standing_flags(row) -> list[Flag]:
+    """The flags a submission's standing raises: ``late``, and ``claimed-time`` for a time only its commit gives."""
+    flags = []
+    if row.status == "late":
+        flags.append(Flag("late", (), f"{row.late_text()}: {row.time_text()}"))
+    if row.submitted and row.duedate is not None and row.time_source == "commit date":
+        flags.append(Flag("claimed-time", (), "its time is the last commit's date, which the student's machine "
+                                              "sets: no course collect saw these notebooks (run it at the deadline)"))
+    return flags
+
+
+def _with_standing(results: list[SubmissionResult], rows: list) -> list[SubmissionResult]:
+    """``results`` with the scores after the late penalty and the standing's flags."""
+    by_key = {(row.assignment, row.student): row for row in rows}
+    updated = []
+    for result in results:
+        row = by_key.get((result.assignment, result.student))
+        if row is None or not row.submitted:
+            updated.append(result)
+            continue
+        flags = tuple(f for f in result.flags if f.kind not in _STANDING_FLAGS) + tuple(_standing_flags(row))
+        updated.append(dataclasses.replace(result, score=row.score, max_score=row.max_score, penalty=row.penalty,
+                                           status=row.status, flags=flags))
+    return updated
+
+
+def _pts(x: float) -> str:
+    """Points as the table shows them: ``3``, ``2.5``."""
+    return f"{x:g}"
+
+
 
 def _late_plugin(course):
     """nbgrader's late-submission plugin as ``nbgrader_config.py`` sets it up (as AssignLatePenalties does)."""

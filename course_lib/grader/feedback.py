@@ -1,7 +1,7 @@
 """The feedback page a student gets back: what each graded cell scored, and why, readably.
 
 :func:`render_feedback` turns a graded notebook (``grading/autograded/...``, with the
-out-of-kernel verdicts that :mod:`course_lib.grader.nbgrading` appends to the speed cells)
+out-of-kernel verdicts that :mod:`course_lib.grader.verify` appends to the speed cells)
 and the gradebook's scores into one self-contained HTML page:
 
 - a table with a row per graded cell: its name (grade id), its part, the points, and how
@@ -18,6 +18,10 @@ and the gradebook's scores into one self-contained HTML page:
 - text that wraps (no line runs off the right edge).
 
 Hidden-test regions are removed from every cell, as ``HideHiddenTests`` removes them.
+
+:func:`write_pages` is the feedback stage of ``course grade`` (see
+:mod:`course_lib.grader.nbgrading`): it writes one submission's pages once its scores are
+settled; :func:`refresh_feedback` writes them again from the gradebook as it is now.
 """
 
 from __future__ import annotations
@@ -33,9 +37,12 @@ from pathlib import Path
 import nbformat
 
 from course_lib.grader._text import remember_host_paths, scrub_host, writable
+from course_lib.grader.common import Flag
+from course_lib.grader.intake import CopiedIn
 
 __all__ = ["SpeedVerdict", "Standing", "parse_verdict", "render_feedback", "write_feedback", "write_submission_feedback",
-           "withhold_after_hidden_tests", "SPEED_SENTENCE", "WITHHELD", "MARKED_BY_HAND"]
+           "write_pages", "refresh_feedback", "withhold_after_hidden_tests", "SPEED_SENTENCE", "WITHHELD",
+           "MARKED_BY_HAND"]
 
 SPEED_SENTENCE = (
     "Speed is graded as a ratio: your function and the provided version run side by side on "
@@ -281,7 +288,7 @@ def write_feedback(autograded: str | Path, target: str | Path, scores: dict[str,
 def write_submission_feedback(course, student: str, assignment: str, row=None) -> list[Path]:
     """Replace nbgrader's feedback pages of one graded submission with :func:`render_feedback`'s.
 
-    ``course`` is a :class:`course_lib.grader.nbgrading.Course`. Everything comes from the
+    ``course`` is a :class:`course_lib.grader.common.Course`. Everything comes from the
     gradebook as it is now: the cells' points (after the out-of-kernel verdicts, with any
     manual mark), which cells the instructor marked or commented on, and the submission's
     standing (late penalty included, as :func:`course_lib.grader.exports.grade_rows`
@@ -310,11 +317,60 @@ def write_submission_feedback(course, student: str, assignment: str, row=None) -
     return written
 
 
+def write_pages(course, copied: CopiedIn, log_file: Path, graded: bool) -> tuple[tuple[Path, ...], tuple[Flag, ...]]:
+    """The feedback stage of ``course grade``: one submission's pages; returns (every page, flags).
+
+    Runs once a submission's scores are settled (after the later reading of its undecided
+    cells, if any): a page from :func:`write_submission_feedback` for each notebook the
+    kernel graded (``graded``: nbgrader's autograde succeeded), a plain page saying why for
+    each that could not be graded (``copied``: what the intake found). nbgrader's own
+    ``GenerateFeedback`` runs first, its outcome in ``log_file``; its failure is a
+    ``grading-error`` flag.
+    """
+    from nbgrader.converters import GenerateFeedback
+
+    from course_lib.grader._nbgrader import _append_log, _last_error, _run
+
+    student, assignment = copied.submission.student, copied.submission.assignment
+    flags: list[Flag] = []
+    if graded:
+        outcome = _run(course, GenerateFeedback, course.config(), assignment, student, force=True)
+        _append_log(log_file, "generate_feedback", outcome)
+        if not outcome["success"]:
+            flags.append(Flag("grading-error", (), "feedback: " + _last_error(outcome)))
+        else:  # a page a student can read, in place of nbgrader's
+            write_submission_feedback(course, student, assignment)
+    pages = _write_missing_feedback(course, student, assignment, copied.problems, list(copied.missing))
+    return pages, tuple(flags)
+
+
+def refresh_feedback(course, submissions: list[tuple[str, str]] | None = None) -> list[Path]:
+    """Write the feedback pages again from the gradebook as it is now; return them.
+
+    ``submissions``: (student, assignment) pairs, default every graded submission that has
+    autograded notebooks. Nothing is graded again: the pages take in manual marks and
+    comments given since (formgrader, ``course mark``), a changed due date and the late
+    penalty, so that they say what ``grades.csv`` says.
+    """
+    from course_lib.grader.exports import grade_rows
+
+    if submissions is not None and not submissions:
+        return []
+    rows = {(r.student, r.assignment): r for r in grade_rows(course) if r.submitted}  # one pass over the gradebook
+    wanted = sorted(rows) if submissions is None else submissions
+    written: list[Path] = []
+    for student, assignment in wanted:
+        if (student, assignment) in rows and any(course.step("autograded", student, assignment).glob("*.ipynb")):
+            written += write_submission_feedback(course, student, assignment, rows[(student, assignment)])
+    return written
+
+
 def _gradebook_cells(course, student: str, assignment: str) -> tuple[dict[str, float], dict[str, str]]:
     """(points by grade id, {grade id: comment} of the cells marked or commented on by hand)."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    from course_lib.grader.nbgrading import _environment, _nbgrader_env, _quiet_warnings
+    from course_lib.grader._nbgrader import _nbgrader_env, _quiet_warnings
+    from course_lib.grader.common import _environment
 
     scores: dict[str, float] = {}
     marked: dict[str, str] = {}
@@ -494,6 +550,31 @@ def _machine() -> str:
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return (f"{platform.system()} {platform.machine()}, {cpus} CPU{'s' if cpus != 1 else ''}, "
             f"Python {platform.python_version()}")
+
+
+def _write_missing_feedback(course, student: str, assignment: str, problems: dict[str, str | None],
+                            missing: list[str]) -> tuple[Path, ...]:
+    """Feedback HTML for notebooks nbgrader could not grade; returns every feedback file."""
+    folder = course.step("feedback", student, assignment)
+    for name in course.notebooks(assignment):
+        target = folder / f"{name}.html"
+        if target.exists():
+            continue
+        why = problems.get(name) or ("it was not in the submission" if name in missing else
+                                     "grading failed; your instructor has been told")
+        folder.mkdir(parents=True, exist_ok=True)
+        target.write_text(_PLAIN_FEEDBACK.format(title=html.escape(f"{assignment}: {name}.ipynb"),
+                                                 why=html.escape(scrub_host(writable(why)))), encoding="utf-8")
+    return tuple(sorted(folder.glob("*.html")))
+
+
+_PLAIN_FEEDBACK = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title></head>
+<body><h1>{title}</h1>
+<p>Score: 0. Your notebook could not be graded: {why}.</p>
+<p>Open it in Jupyter to check that it opens, then submit it again or ask your instructor.</p>
+</body></html>
+"""
 
 
 def _pts(x: float) -> str:

@@ -56,7 +56,7 @@ def manual_cells(course, assignment: str) -> list[ManualCell]:
     """
     from nbgrader.api import MissingEntry
 
-    from course_lib.grader.nbgrading import CourseError
+    from course_lib.grader.common import CourseError
 
     found = []
     with _gradebook(course) as gb:
@@ -98,7 +98,7 @@ def record_mark(course, assignment: str, student: str, grade_id: str, points: fl
     """
     from nbgrader.api import MissingEntry
 
-    from course_lib.grader.nbgrading import CourseError
+    from course_lib.grader.common import CourseError
     from course_lib.grader.roster import resolve_student
 
     with _gradebook(course) as gb:
@@ -162,7 +162,8 @@ def _gradebook(course) -> Iterator:
     """The course's gradebook, opened as the grader opens it."""
     from nbgrader.api import Gradebook
 
-    from course_lib.grader.nbgrading import _environment, _nbgrader_env, _quiet_warnings
+    from course_lib.grader._nbgrader import _nbgrader_env, _quiet_warnings
+    from course_lib.grader.common import _environment
 
     with _environment(**_nbgrader_env()), _quiet_warnings(), Gradebook(course.db_url) as gb:
         yield gb

@@ -14,8 +14,28 @@ What this module adds to nbgrader
   measurement, code that reads ``NBGRADER_EXECUTION``, grading error;
 - feedback without hidden-test source (:class:`HideHiddenTests`);
 
-Each submission is graded by :func:`grade_submission`, which needs only a :class:`Course`
-and a :class:`Submission`, so that a batch can later be spread over worker processes.
+The pipeline
+------------
+Each stage is a module of its own, takes the previous stage's result and hands on its own;
+this module chains them, and a submission meets each once, in this order (the names are
+the stage timer's, as ``course grade --profile`` prints them):
+
+1. find submissions: :func:`course_lib.grader.intake.find`, a ``Submission`` per student;
+2. copy in: :func:`course_lib.grader.intake.copy_in`, a ``CopiedIn``;
+3. autograde, in the student's kernel: :func:`course_lib.grader.execute.autograde`, an ``Executed``;
+4. verify, outside it: ``course_lib.grader.verify._verify``, a ``Verified``;
+5. later reading, only for cells left ``undecided``: the same stage on those cells;
+6. feedback: :func:`course_lib.grader.feedback.write_pages`, the pages;
+7. gradebook and records: :mod:`course_lib.grader.score`, a :class:`SubmissionResult`;
+8. export, once per batch: :mod:`course_lib.grader.exports`, ``grades.csv`` and ``flags.csv``.
+
+A submission whose verification left cells ``undecided`` (every reading too noisy to grade
+on) stops after the verify stage and comes back to :func:`grade` as its ``Verified``; once
+the rest of the batch is graded, those cells are measured once more and only then are its
+feedback written and its grading recorded, so the feedback is written once, from the
+settled scores. :func:`grade_submission` alone runs every stage but the later reading, and
+needs only a :class:`Course` and a :class:`Submission`, so that a batch can be spread over
+worker processes. The errors and shared types are in :mod:`course_lib.grader.common`.
 
 What the plumbing defends against, and what it does not
 -------------------------------------------------------
@@ -52,50 +72,41 @@ skips it while it is unchanged, so a stopped run resumes.
 
 Examples
 --------
->>> Flag("timeout", ("test_speed",)).label
-'timeout:test_speed'
->>> str(Flag("malformed", detail="not valid JSON"))
-'malformed'
+The shared types are :mod:`course_lib.grader.common`'s, found here too:
+
+>>> from course_lib.grader import common
+>>> Course is common.Course and CourseError is common.CourseError and Flag is common.Flag
+True
 """
 
 from __future__ import annotations
 
 import contextlib
-import csv
 import dataclasses
-import hashlib
-import html
-import json
-import logging
 import os
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import nbformat
-from nbgrader import utils as nbutils
-from nbgrader.api import Gradebook, MissingEntry
-from nbgrader.converters import Autograde, GenerateAssignment, GenerateFeedback
-from nbgrader.coursedir import CourseDirectory
-from nbgrader.nbgraderformat import MetadataValidator
-from traitlets.config import Config
-from traitlets.config.loader import PyFileConfigLoader
+from nbgrader.api import Gradebook
+from nbgrader.converters import GenerateAssignment
 
-from course_lib.grader._nbpreprocessors import (
-    CELL_TIMEOUT,
-    METADATA_KEY,
-    CourseExecute,
-    HideHiddenTests,
-    RestoreMissingCells,
-)
 from course_lib import timing
 from course_lib.grader import _cores
-from course_lib.grader._submissions import Submission, copy_submission, find_submissions, record_names
-from course_lib.grader._text import scrub_host, writable
+from course_lib.grader._nbgrader import _last_error, _nbgrader_env, _quiet_warnings, _run
+from course_lib.grader._nbpreprocessors import CourseExecute, HideHiddenTests, RestoreMissingCells
+from course_lib.grader._submissions import Submission, record_names
+# The stages, in the order a submission meets them.
+from course_lib.grader.intake import copy_in, find as _find
+from course_lib.grader.execute import _kernel_timings, autograde
+from course_lib.grader.verify import Verified, _verify  # called here as _verify, where a test can replace it
+from course_lib.grader.feedback import refresh_feedback, write_pages
+from course_lib.grader.score import _done_file, _done_result, _scores, _write_done
+from course_lib.grader.exports import _export, _with_standing, format_table, recorded_results
+# Re-exported: ``nbgrading.Course``, ``nbgrading.CourseError`` ... stay where callers find them.
+from course_lib.grader.common import CONFIG_FILE, Course, CourseError, Flag, SubmissionResult, _environment
+from course_lib.grader.common import _driver  # noqa: F401 - the CLI's tests call nbgrading._driver
 from course_lib.grader.sandbox import available as sandbox_available
-from course_lib.grader.verification import CellVerdict, is_performance_cell, verify_notebook
 
 __all__ = [
     "CONFIG_FILE",
@@ -113,158 +124,6 @@ __all__ = [
     "RestoreMissingCells",
     "HideHiddenTests",
 ]
-
-CONFIG_FILE = "nbgrader_config.py"
-"""The file that marks a course repository's root and configures nbgrader."""
-
-
-class CourseError(ValueError):
-    """Bad input from the person running a command (missing folder, unknown assignment, ...).
-
-    The ``course`` command prints its message on one line and exits with status 2.
-    """
-
-
-@dataclass(frozen=True)
-class Course:
-    """Where a course lives and how it grades.
-
-    Use :meth:`locate`; it fills what is not given from the environment variables that
-    ``nbgrader_config.py`` documents (``COURSE_GRADING_DIR``, ``COURSE_DB_URL``,
-    ``COURSE_CELL_TIMEOUT``, ``COURSE_NOTEBOOK_TIMEOUT``, ``COURSE_MEMORY_LIMIT``; ``COURSE_ROOT``
-    for the root) and then from the defaults.
-    """
-
-    root: Path
-    grading_dir: Path
-    db_url: str
-    timeout: int
-    notebook_timeout: int = 900
-    memory_limit: int = 4_000_000_000
-    sandboxed: bool = True
-    """Run every kernel in a :class:`course_lib.grader.sandbox.Sandbox`; False flags each grade ``unsandboxed``."""
-
-    @classmethod
-    def locate(cls, root: str | Path | None = None, grading_dir: str | Path | None = None,
-               db_url: str | None = None, timeout: int | None = None, notebook_timeout: int | None = None,
-               memory_limit: int | None = None, sandboxed: bool = True) -> Course:
-        """The course whose ``nbgrader_config.py`` is in ``root`` (default: found upwards from here).
-
-        Raises
-        ------
-        CourseError
-            if no ``nbgrader_config.py`` is found, or ``timeout`` is not positive.
-        """
-        root_path = _find_root(root or os.environ.get("COURSE_ROOT"))
-        grading = Path(grading_dir or os.environ.get("COURSE_GRADING_DIR") or root_path / "grading")
-        grading = grading.expanduser().resolve()
-        url = _driver(db_url or os.environ.get("COURSE_DB_URL") or f"sqlite:///{grading / 'gradebook.db'}")
-        seconds = int(timeout if timeout is not None else os.environ.get("COURSE_CELL_TIMEOUT") or 60)
-        if seconds <= 0:
-            raise CourseError(f"the cell timeout must be a positive number of seconds, got {seconds}")
-        whole = int(notebook_timeout if notebook_timeout is not None
-                    else os.environ.get("COURSE_NOTEBOOK_TIMEOUT") or 900)
-        memory = int(memory_limit if memory_limit is not None
-                     else os.environ.get("COURSE_MEMORY_LIMIT") or 4_000_000_000)
-        if whole <= 0 or memory <= 0:
-            raise CourseError(f"the notebook time limit and the memory limit must be positive, got "
-                              f"{whole} s and {memory} bytes")
-        return cls(root_path, grading, url, seconds, whole, memory, sandboxed)
-
-    def config(self) -> Config:
-        """nbgrader's configuration: ``nbgrader_config.py`` read with this course's settings."""
-        with _environment(COURSE_GRADING_DIR=str(self.grading_dir), COURSE_DB_URL=self.db_url,
-                          COURSE_CELL_TIMEOUT=str(self.timeout), COURSE_NOTEBOOK_TIMEOUT=str(self.notebook_timeout),
-                          COURSE_MEMORY_LIMIT=str(self.memory_limit)):
-            cfg = PyFileConfigLoader(CONFIG_FILE, path=str(self.root)).load_config()
-        cfg.CourseExecute.sandboxed = self.sandboxed
-        return cfg
-
-    def assignments(self) -> list[str]:
-        """The assignments in ``solutions/``: folders holding at least one notebook."""
-        source = self.root / "solutions"
-        if not source.is_dir():
-            return []
-        return sorted(p.name for p in source.iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
-
-    def notebooks(self, assignment: str) -> list[str]:
-        """Names (without ``.ipynb``) of the notebooks of ``assignment``.
-
-        Raises
-        ------
-        CourseError
-            if there is no such assignment in ``solutions/``.
-        """
-        known = self.assignments()
-        if assignment not in known:
-            hint = ", ".join(known) if known else "none"
-            raise CourseError(f"unknown assignment {assignment!r} (assignments in solutions/: {hint})")
-        return sorted(p.stem for p in (self.root / "solutions" / assignment).glob("*.ipynb"))
-
-    def step(self, name: str, student: str, assignment: str) -> Path:
-        """``grading/NAME/STUDENT/ASSIGNMENT`` for name in submitted, autograded, feedback."""
-        return self.grading_dir / name / student / assignment
-
-
-@dataclass(frozen=True)
-class Flag:
-    """Something about a submission an instructor should look at.
-
-    ``kind`` is one of ``malformed``, ``no-notebook``, ``restored``, ``overwritten``,
-    ``timeout``, ``kernel-died``, ``kernel-unresponsive``, ``memory-limit``, ``notebook-timeout``,
-    ``tampering``, ``unreliable``, ``verdict-differs``, ``undecided``, ``unverified``,
-    ``reads-NBGRADER_EXECUTION``, ``grading-error``, ``unsandboxed``, ``refused``, ``disk-quota``,
-    ``late``, ``claimed-time``, ``note``; ``cells`` are the grade ids concerned; ``detail`` is a
-    sentence for the report. Every part is made writable as UTF-8 when the flag is made (see
-    :mod:`course_lib.grader._text`): a detail may quote a student's message or file name.
-    """
-
-    kind: str
-    cells: tuple[str, ...] = ()
-    detail: str = ""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "kind", writable(self.kind))
-        object.__setattr__(self, "cells", tuple(writable(c) for c in self.cells))
-        object.__setattr__(self, "detail", writable(self.detail))
-
-    @property
-    def label(self) -> str:
-        """Short form for tables: ``kind`` or ``kind:cell,cell``."""
-        return self.kind + (":" + ",".join(self.cells) if self.cells else "")
-
-    def __str__(self) -> str:
-        return self.label
-
-
-@dataclass(frozen=True)
-class SubmissionResult:
-    """The outcome of grading one student's submission of one assignment."""
-
-    student: str
-    assignment: str
-    score: float
-    max_score: float
-    cell_scores: dict[str, float] = field(default_factory=dict)
-    flags: tuple[Flag, ...] = ()
-    feedback: tuple[Path, ...] = ()
-    speedups: dict[str, float] = field(default_factory=dict)
-    """Speed-ups measured outside the kernel, by grade id of the speed cell."""
-    profile: dict[str, float] = field(default_factory=dict)
-    """Seconds this grading spent per stage (see :mod:`course_lib.grader.profile`)."""
-    penalty: float = 0.0
-    """The late penalty taken off ``score`` (see :mod:`course_lib.grader.exports`)."""
-    status: str = "graded"
-    """``graded`` or ``late``."""
-    skipped: bool = False
-    """Graded before and unchanged since, so not graded again (its scores are the gradebook's now)."""
-
-    @property
-    def flagged(self) -> bool:
-        return bool(self.flags)
-
-    def has_flag(self, kind: str) -> bool:
-        return any(flag.kind == kind for flag in self.flags)
 
 
 def release(course: Course, assignment: str) -> Path:
@@ -365,47 +224,29 @@ def grade(course: Course, submissions: str | Path, assignments: list[str] | None
                 pending.append(submission)
             else:
                 results.append(done)
+    undecided: list[Verified] = []
     with _progress_bar(total, progress) as bar:
         bar.update(len(results))
-        for result in _graded(course, pending, workers, scheduler):
-            bar.set_postfix_str(f"{result.assignment}/{result.student}")
-            results.append(result)
+        for graded in _graded(course, pending, workers, scheduler):
+            bar.set_postfix_str(f"{graded.assignment}/{graded.student}")
+            (undecided if isinstance(graded, Verified) else results).append(graded)
             bar.update()
     # Later in the batch: cells whose every reading was too noisy to grade on are measured
-    # once more, now that the other submissions are done (the machine may be quieter).
-    by_key = {(s.assignment, s.student): s for s in pending}
-    results = [_settle(course, by_key[(r.assignment, r.student)], r)
-               if r.has_flag("undecided") and (r.assignment, r.student) in by_key else r for r in results]
+    # once more, now that the other submissions are done (the machine may be quieter); only
+    # then are those submissions' feedback pages written and their grading recorded.
+    results += [_settle(course, verified) for verified in undecided]
     results.sort(key=lambda r: (r.assignment, r.student))
     rows = _export(course, results, roster)
     refresh_feedback(course, [(r.student, r.assignment) for r in results if r.skipped])
     return _with_standing(results, rows)
 
 
-def refresh_feedback(course: Course, submissions: list[tuple[str, str]] | None = None) -> list[Path]:
-    """Write the feedback pages again from the gradebook as it is now; return them.
+def _graded(course: Course, pending: list[Submission], workers: int,
+            scheduler: str | None) -> Iterator[SubmissionResult | Verified]:
+    """Grade ``pending`` here, on ``workers`` local processes, or on a Dask cluster; yield as done.
 
-    ``submissions``: (student, assignment) pairs, default every graded submission that has
-    autograded notebooks. Nothing is graded again: the pages take in manual marks and
-    comments given since (formgrader, ``course mark``), a changed due date and the late
-    penalty, so that they say what ``grades.csv`` says.
+    A submission left ``undecided`` comes back as its :class:`Verified` (see :func:`_grade_safely`).
     """
-    from course_lib.grader.exports import grade_rows
-    from course_lib.grader.feedback import write_submission_feedback
-
-    if submissions is not None and not submissions:
-        return []
-    rows = {(r.student, r.assignment): r for r in grade_rows(course) if r.submitted}  # one pass over the gradebook
-    wanted = sorted(rows) if submissions is None else submissions
-    written: list[Path] = []
-    for student, assignment in wanted:
-        if (student, assignment) in rows and any(course.step("autograded", student, assignment).glob("*.ipynb")):
-            written += write_submission_feedback(course, student, assignment, rows[(student, assignment)])
-    return written
-
-
-def _graded(course: Course, pending: list[Submission], workers: int, scheduler: str | None) -> Iterator[SubmissionResult]:
-    """Grade ``pending`` here, on ``workers`` local processes, or on a Dask cluster; yield as done."""
     if not pending:
         return
     cpus = _cores.own_cpus()
@@ -424,13 +265,13 @@ def _graded(course: Course, pending: list[Submission], workers: int, scheduler: 
             # machine's cores (planned here from what the workers report) and sized to it
             plan = _cores.dask_plan(client)
             futures = client.map(_grade_safely, [course] * len(pending), pending, [0] * len(pending),
-                                 cpu_plan=plan, pure=False)
+                                 cpu_plan=plan, defer=True, pure=False)
             for future in as_completed(futures):
                 yield future.result()
         return
     if workers == 1:
         for submission in pending:
-            yield _grade_safely(course, submission, None)
+            yield _grade_safely(course, submission, None, defer=True)
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed as completed
@@ -441,7 +282,7 @@ def _graded(course: Course, pending: list[Submission], workers: int, scheduler: 
         cpu_sets.put(share)
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_cores.pin_process,
                              initargs=(cpu_sets,)) as pool:
-        futures = {pool.submit(_grade_safely, course, s, threads): s for s in pending}
+        futures = {pool.submit(_grade_safely, course, s, threads, None, True): s for s in pending}
         for future in completed(futures):
             try:
                 yield future.result()
@@ -456,11 +297,13 @@ _THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS
 
 
 def _grade_safely(course: Course, submission: Submission, threads: int | None,
-                  cpu_plan: dict | None = None) -> SubmissionResult:
+                  cpu_plan: dict | None = None, defer: bool = False) -> SubmissionResult | Verified:
     """:func:`grade_submission` in a worker: thread pools limited, the grader's own errors reported.
 
     ``threads=0`` (a Dask worker): the thread is pinned to its share of the machine's cores
     from ``cpu_plan`` (see :func:`course_lib.grader._cores.dask_plan`) and the pools sized to it.
+    ``defer``: a submission with ``undecided`` cells comes back as its :class:`Verified`,
+    for :func:`grade` to measure them again at the end of the batch before its feedback.
     """
     pinned: contextlib.AbstractContextManager = contextlib.nullcontext()
     if threads == 0:
@@ -477,105 +320,114 @@ def _grade_safely(course: Course, submission: Submission, threads: int | None,
         os.environ.update({name: str(threads) for name in _THREAD_VARIABLES})
     try:
         with pinned:
-            return grade_submission(course, submission)
+            verified = _through_verify(course, submission)
+            return verified if defer and verified.undecided else _finish(course, verified)
     except Exception as err:
-        score, max_score, cells = _scores(course, submission.assignment, submission.student)
-        return SubmissionResult(submission.student, submission.assignment, score, max_score, cells,
-                                (Flag("grading-error", (), f"{type(err).__name__}: {err}"),))
+        return _failed(course, submission, err)
 
 
 def grade_submission(course: Course, submission: Submission) -> SubmissionResult:
-    """Copy one submission into ``grading/submitted``, autograde it and write its feedback.
+    """Grade one submission through every stage: copy in, autograde, verify, feedback, record.
 
     The assignment must already be in the gradebook (:func:`grade` puts it there).
-    Never raises for a bad submission: what went wrong is in the result's flags.
+    Never raises for a bad submission: what went wrong is in the result's flags. Cells the
+    verifier could not decide keep their best reading, flagged ``undecided`` (:func:`grade`
+    measures them once more at the end of its batch before writing their feedback).
     """
+    return _finish(course, _through_verify(course, submission))
+
+
+def _through_verify(course: Course, submission: Submission) -> Verified:
+    """Stages 1 to 3 of one submission: copy in, autograde in its kernel, verify outside it."""
     student, assignment = submission.student, submission.assignment
-    done_file = _done_file(course, submission)
-    done_file.unlink(missing_ok=True)  # from here until the record is rewritten, it is not graded
+    _done_file(course, submission).unlink(missing_ok=True)  # not graded until the record is rewritten
     sw = timing.stages()  # the grader measured with the course's own stage timer
-    verifier: dict[str, float] = {}
     flags = [Flag("note", detail=note) for note in submission.notes]
-    if submission.refused:
-        return _refuse(course, submission, flags)
-    if not course.sandboxed:
+    if not course.sandboxed and not submission.refused:
         flags.append(Flag("unsandboxed", (), "graded with --no-sandbox: the student's code ran with "
                                               "the grader's rights"))
-    speedups: dict[str, float] = {}
     with sw("copy in"):
-        readable, problems, missing = _copy_in(course, submission, flags)
-
+        copied = copy_in(course, submission)
     log_file = course.grading_dir / "logs" / assignment / f"{student}.log"
-    log_file.parent.mkdir(parents=True, exist_ok=True)
-    log_file.write_text("", encoding="utf-8")
-    if any(readable.values()):
-        cfg = course.config()
-        cfg.CourseExecute.kernel_log = str(log_file)
-        with sw("autograde"):
-            outcome = _run(course, Autograde, cfg, assignment, student, force=True, create_student=True)
-        _append_log(log_file, "autograde", outcome)
-        if outcome["success"]:
-            flags += _autograded_flags(course, student, assignment)
-            with sw("verify"):
-                verified, speedups = _verify(course, student, assignment, log_file, profile=verifier)
-            flags += verified
-            with sw("feedback"):
-                outcome = _run(course, GenerateFeedback, course.config(), assignment, student, force=True)
-                _append_log(log_file, "generate_feedback", outcome)
-                if not outcome["success"]:
-                    flags.append(Flag("grading-error", (), "feedback: " + _last_error(outcome)))
-                else:  # a page a student can read, in place of nbgrader's (course_lib.grader.feedback)
-                    from course_lib.grader.feedback import write_submission_feedback
-
-                    write_submission_feedback(course, student, assignment)
-        else:
-            flags.append(Flag("grading-error", (), _last_error(outcome)))
-    else:
-        _record_zero(course, assignment, student)
-    with sw("gradebook and records"):
-        feedback = _write_missing_feedback(course, student, assignment, problems, missing)
-        score, max_score, cells = _scores(course, assignment, student)
-    result = SubmissionResult(student, assignment, score, max_score, cells, tuple(flags), feedback,
-                              speedups, _profile(course, student, assignment, sw, verifier))
-    _write_done(course, submission, result)
-    return result
+    if not submission.refused:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        log_file.write_text("", encoding="utf-8")
+    with sw("autograde"):
+        executed = autograde(course, copied, log_file)
+    verified: list[Flag] = []
+    speedups: dict[str, float] = {}
+    verifier: dict[str, float] = {}
+    if executed.ran:
+        with sw("verify"):
+            verified, speedups = _verify(course, student, assignment, log_file, profile=verifier)
+    return Verified(executed, (*flags, *copied.flags, *executed.flags, *verified), speedups, dict(sw.seconds),
+                    verifier)
 
 
-def _settle(course: Course, submission: Submission, result: SubmissionResult) -> SubmissionResult:
-    """One more reading of the cells a submission's grading left ``undecided``, then its feedback again.
+def _later_reading(course: Course, verified: Verified) -> Verified:
+    """The cells a submission's verification left ``undecided``, measured once more late in the batch.
 
     A decided reading replaces the stored score; a reading still too noisy keeps the better
     of the stored score and its own (never 0 on a noisy reading), flagged again. Never
-    raises: a failure here leaves the first grading's result standing.
+    raises: a failure here leaves the first reading standing, with a note.
     """
-    student, assignment = submission.student, submission.assignment
-    cells = {c for f in result.flags if f.kind == "undecided" for c in f.cells}
-    log_file = course.grading_dir / "logs" / assignment / f"{student}.log"
+    cells = verified.undecided
+    log_file = verified.executed.log_file
+    sw = timing.stages()
     try:
-        flags, speedups = _verify(course, student, assignment, log_file, only=cells)
-        outcome = _run(course, GenerateFeedback, course.config(), assignment, student, force=True)
-        _append_log(log_file, "generate_feedback (after the later reading)", outcome)
-        if outcome["success"]:
-            from course_lib.grader.feedback import write_submission_feedback
-
-            write_submission_feedback(course, student, assignment)
-    except Exception as err:  # noqa: BLE001 - the first grading stands, and says why
-        return dataclasses.replace(result, flags=result.flags + (
+        with sw("later reading"):
+            flags, speedups = _verify(course, verified.student, verified.assignment, log_file, only=cells)
+    except Exception as err:  # noqa: BLE001 - the first reading stands, and says why
+        return dataclasses.replace(verified, flags=verified.flags + (
             Flag("note", (), f"the later reading of {', '.join(sorted(cells))} failed: {err}"),))
-    kept = tuple(f for f in result.flags if f.kind != "undecided" and not (
+    kept = tuple(f for f in verified.flags if f.kind != "undecided" and not (
         f.kind == "verdict-differs" and set(f.cells) <= cells))
-    score, max_score, scores = _scores(course, assignment, student)
-    settled = dataclasses.replace(result, score=score, max_score=max_score, cell_scores=scores,
-                                  flags=kept + tuple(flags), speedups={**result.speedups, **speedups})
-    _write_done(course, submission, settled)
-    return settled
+    return dataclasses.replace(verified, flags=kept + tuple(flags), speedups={**verified.speedups, **speedups},
+                               seconds={**verified.seconds, **sw.seconds})
 
 
-def _profile(course: Course, student: str, assignment: str, sw: Any, verifier: dict[str, float]) -> dict[str, float]:
+def _finish(course: Course, verified: Verified) -> SubmissionResult:
+    """Stages 4 and 5 of one submission: its feedback pages, then its scores read back and recorded."""
+    executed = verified.executed
+    submission = executed.copied.submission
+    student, assignment = submission.student, submission.assignment
+    sw = timing.stages()
+    with sw("feedback"):
+        pages, flags = write_pages(course, executed.copied, executed.log_file, executed.ran)
+    with sw("gradebook and records"):
+        score, max_score, cells = _scores(course, assignment, student)
+    profile = {} if submission.refused else _profile(course, student, assignment, {**verified.seconds, **sw.seconds},
+                                                     verified.verifier)
+    result = SubmissionResult(student, assignment, score, max_score, cells, verified.flags + flags, pages,
+                              verified.speedups, profile)
+    if not submission.refused:  # a refusal is checked again on every run, so a repository put right is graded
+        _write_done(course, submission, result)
+    return result
+
+
+def _settle(course: Course, verified: Verified) -> SubmissionResult:
+    """The rest of the way for a submission handed back ``undecided``: the later reading, feedback, record.
+
+    Never raises: the grader's own failure is a ``grading-error`` flag, as in :func:`_grade_safely`.
+    """
+    try:
+        return _finish(course, _later_reading(course, verified))
+    except Exception as err:  # noqa: BLE001 - one submission's failure never stops the batch
+        return _failed(course, verified.executed.copied.submission, err)
+
+
+def _failed(course: Course, submission: Submission, err: Exception) -> SubmissionResult:
+    """The result of a submission whose grading the grader itself failed: the scores stored, flagged."""
+    score, max_score, cells = _scores(course, submission.assignment, submission.student)
+    return SubmissionResult(submission.student, submission.assignment, score, max_score, cells,
+                            (Flag("grading-error", (), f"{type(err).__name__}: {err}"),))
+
+
+def _profile(course: Course, student: str, assignment: str, seconds: dict[str, float],
+             verifier: dict[str, float]) -> dict[str, float]:
     """The stage timer's readings, with autograde and verify split into their parts."""
     from course_lib.grader.profile import kernel_stages, verifier_stages
 
-    seconds = sw.seconds
     split: dict[str, float] = {}
     for name, spent in seconds.items():
         if name == "autograde":
@@ -588,269 +440,7 @@ def _profile(course: Course, student: str, assignment: str, sw: Any, verifier: d
     return split
 
 
-def _kernel_timings(course: Course, student: str, assignment: str) -> tuple[dict, dict, dict]:
-    """What the kernel's preprocessor recorded of its cells' times, summed over the notebooks."""
-    timings: dict[str, Any] = {"kernel_start": 0.0, "cells": []}
-    is_test, is_performance = {}, {}
-    for path in sorted(course.step("autograded", student, assignment).glob("*.ipynb")):
-        try:
-            nb = nbformat.read(path, as_version=4)
-        except Exception:  # noqa: BLE001 - a profile is not worth a failed grading
-            continue
-        record = nb.metadata.get(METADATA_KEY, {}).get("timings", {})
-        timings["kernel_start"] += float(record.get("kernel_start", 0.0))
-        timings["cells"] += record.get("cells", [])
-        for cell in nb.cells:
-            meta = cell.metadata.get("nbgrader", {})
-            if meta.get("grade_id"):
-                is_test[meta["grade_id"]] = bool(meta.get("grade")) and not meta.get("solution")
-                is_performance[meta["grade_id"]] = is_performance_cell(meta["grade_id"])
-    return timings, is_test, is_performance
-
-
-def _copy_in(course: Course, submission: Submission, flags: list[Flag]) -> tuple[dict, dict, list[str]]:
-    """Copy a submission into ``grading/submitted``; (readable notebooks, problems, missing names)."""
-    student, assignment = submission.student, submission.assignment
-    readable, problems = {}, {}
-    for name, path in submission.notebooks.items():
-        problems[name] = _unreadable_reason(path)
-        readable[name] = problems[name] is None
-    copy_submission(submission, course.step("submitted", student, assignment), readable)
-    _write_timestamp(submission, course.step("submitted", student, assignment), course.grading_dir)
-    for name, reason in problems.items():
-        if reason:
-            flags.append(Flag("malformed", (), f"{name}.ipynb: {reason}"))
-    missing = [n for n in course.notebooks(assignment) if n not in submission.notebooks]
-    if missing:
-        flags.append(Flag("no-notebook", (), "not found: " + ", ".join(f"{n}.ipynb" for n in missing)))
-    for step in ("autograded", "feedback"):
-        _remove(course.step(step, student, assignment))
-    return readable, problems, missing
-
-
-def _refuse(course: Course, submission: Submission, flags: list[Flag]) -> SubmissionResult:
-    """A submission that is not graded at all (:attr:`Submission.refused`): 0, flagged, with feedback saying why."""
-    student, assignment = submission.student, submission.assignment
-    flags.append(Flag("refused", (), submission.refused))
-    for step in ("submitted", "autograded", "feedback"):
-        _remove(course.step(step, student, assignment))
-    _record_zero(course, assignment, student)
-    problems = {name: submission.refused for name in course.notebooks(assignment)}
-    feedback = _write_missing_feedback(course, student, assignment, problems, [])
-    score, max_score, cells = _scores(course, assignment, student)
-    # No done record: the refusal is checked again on every run, so a repository put right is graded.
-    return SubmissionResult(student, assignment, score, max_score, cells, tuple(flags), feedback)
-
-
-def _done_file(course: Course, submission: Submission) -> Path:
-    return course.grading_dir / "done" / submission.assignment / f"{submission.student}.json"
-
-
-def _digest(course: Course, submission: Submission) -> str:
-    """What the grade depends on: the submitted files and the assignment's source notebooks."""
-    h = hashlib.sha256()
-    for name, path in sorted(submission.notebooks.items()):
-        h.update(name.encode() + b"\0" + Path(path).read_bytes() + b"\0")
-    for source in sorted((course.root / "solutions" / submission.assignment).glob("*.ipynb")):
-        h.update(source.name.encode() + b"\0" + source.read_bytes() + b"\0")
-    # and its time: a later `course collect` can date the same notebooks differently
-    from course_lib.grader.collect import time_of
-
-    found = time_of(course.grading_dir, submission)
-    h.update(json.dumps(found[0].as_record() if found else None).encode())
-    return h.hexdigest()
-
-
-def _write_done(course: Course, submission: Submission, result: SubmissionResult) -> None:
-    record = {"digest": _digest(course, submission), "student": result.student,
-              "assignment": result.assignment, "score": result.score, "max_score": result.max_score,
-              "cell_scores": result.cell_scores,
-              "flags": [[f.kind, list(f.cells), f.detail] for f in result.flags],
-              "feedback": [str(p) for p in result.feedback], "speedups": result.speedups}
-    target = _done_file(course, submission)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(".json.partial")
-    partial.write_text(json.dumps(record, indent=1), encoding="utf-8")
-    os.replace(partial, target)  # atomic: a record is either whole or absent
-
-
-def _done_result(course: Course, submission: Submission) -> SubmissionResult | None:
-    """The recorded result if this exact submission was fully graded before, else None."""
-    try:
-        record = json.loads(_done_file(course, submission).read_text(encoding="utf-8"))
-        if record["digest"] != _digest(course, submission):
-            return None
-        flags = tuple(Flag(kind, tuple(cells), detail) for kind, cells, detail in record["flags"])
-        feedback = tuple(Path(p) for p in record["feedback"])
-        speedups = {str(k): float(v) for k, v in record.get("speedups", {}).items()}
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    # The scores as stored now: an instructor's manual grade given since then shows.
-    score, max_score, cells = _scores(course, submission.assignment, submission.student)
-    return SubmissionResult(submission.student, submission.assignment, score, max_score, cells, flags, feedback,
-                            speedups, skipped=True)
-
-
-def recorded_results(course: Course, rows: list, assignment: str | None = None) -> list[SubmissionResult]:
-    """The graded submissions as ``grades.csv`` and ``flags.csv`` have them now, for a table.
-
-    ``rows``: every submission's standing (:func:`course_lib.grader.exports.grade_rows`).
-    """
-    flags: dict[tuple[str, str], list[Flag]] = {}
-    path = course.grading_dir / "flags.csv"
-    if path.exists():
-        with path.open(newline="", encoding="utf-8") as fh:
-            for row in csv.DictReader(fh):
-                flags.setdefault((row["assignment"], row["student"]), []).append(
-                    Flag(row["flag"], tuple(row["cells"].split()), row["detail"]))
-    return [SubmissionResult(r.student, r.assignment, r.score, r.max_score, {}, tuple(flags.get((r.assignment, r.student), ())),
-                             penalty=r.penalty, status=r.status, skipped=True)
-            for r in rows if r.submitted and (assignment is None or r.assignment == assignment)]
-
-
-def format_table(results: list[SubmissionResult]) -> str:
-    """Students down, assignments across (``score / max``, after any late penalty, and ``late``), then flags."""
-    assignments = sorted({r.assignment for r in results})
-    students = sorted({r.student for r in results})
-    by_key = {(r.student, r.assignment): r for r in results}
-    header = ["student", *assignments, "flags"]
-    rows = []
-    for student in students:
-        row, flags = [student], []
-        for assignment in assignments:
-            result = by_key.get((student, assignment))
-            late = f" late (-{_pts(result.penalty)})" if result is not None and result.status == "late" else ""
-            row.append("" if result is None else f"{_pts(result.score)} / {_pts(result.max_score)}{late}")
-            if result is not None:
-                prefix = f"{assignment}: " if len(assignments) > 1 else ""
-                flags += [prefix + f.label for f in result.flags]
-        rows.append(row + ["; ".join(flags)])
-    widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
-    lines = ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)).rstrip() for line in [header, *rows]]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return writable("\n".join(lines))
-
-
 # --- private helpers -------------------------------------------------------------------------
-
-_TAMPERING_PREFIX = "Tampering detected:"
-
-
-def _driver(url: str) -> str:
-    """``postgresql://`` with the driver that is installed: SQLAlchemy 2.1 assumes psycopg 3,
-    the course environment pins psycopg2."""
-    if url.startswith(("postgresql://", "postgres://")):
-        import importlib.util
-
-        if importlib.util.find_spec("psycopg") is None and importlib.util.find_spec("psycopg2") is not None:
-            return "postgresql+psycopg2://" + url.split("://", 1)[1]
-    return url
-
-
-def _find_root(start: str | Path | None) -> Path:
-    if start is not None:
-        root = Path(start).expanduser().resolve()
-        if not (root / CONFIG_FILE).is_file():
-            raise CourseError(f"no {CONFIG_FILE} in {root}: not a course repository")
-        return root
-    here = Path.cwd().resolve()
-    for folder in (here, *here.parents):
-        if (folder / CONFIG_FILE).is_file():
-            return folder
-    raise CourseError(f"no {CONFIG_FILE} here or in any parent folder of {here}; run this inside the "
-                      "course repository or pass --root")
-
-
-@contextlib.contextmanager
-def _environment(**values: str) -> Iterator[None]:
-    old = {key: os.environ.get(key) for key in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in old.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
-def _quiet_logger() -> logging.Logger:
-    # nbgrader logs every step; the course command reports results itself, so the log only
-    # goes to the buffer that nbgrader's capture_log attaches.
-    log = logging.getLogger("course_lib.grader.nbgrading.nbgrader")
-    log.propagate = False
-    log.setLevel(logging.INFO)
-    return log
-
-
-def _run(course: Course, converter: type, cfg: Config, assignment: str, student: str | None = None,
-         **traits: object) -> dict:
-    log = _quiet_logger()
-    coursedir = CourseDirectory(config=cfg, log=log)
-    coursedir.assignment_id = assignment
-    if student is not None:
-        coursedir.student_id = student
-    app = converter(coursedir=coursedir, config=cfg, log=log)
-    for name, value in traits.items():
-        setattr(app, name, value)
-    with _environment(**_nbgrader_env()), _quiet_warnings():
-        return nbutils.capture_log(app)
-
-
-def _append_log(path: Path, step: str, outcome: dict) -> None:
-    with path.open("a", encoding="utf-8", errors="backslashreplace") as fh:
-        fh.write(f"=== nbgrader {step}: {'ok' if outcome['success'] else 'FAILED'}\n")
-        fh.write(outcome.get("log", ""))
-        fh.write(outcome.get("error", ""))
-
-
-@contextlib.contextmanager
-def _quiet_warnings() -> Iterator[None]:
-    # nbgrader 0.9 trips SQLAlchemy 2's autoflush warnings on every submission, and nbformat
-    # warns about notebooks written by old tools; neither is the instructor's business.
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
-
-
-def _nbgrader_env() -> dict[str, str]:
-    # nbgrader runs the `alembic` command when it creates a gradebook, so this environment's
-    # scripts folder must be on PATH even when `course` was started without activating it.
-    # PYDEVD_...: keeps the kernels' debugger from warning on stderr about frozen modules.
-    scripts = os.path.dirname(sys.executable)
-    return {"PATH": os.pathsep.join([scripts, os.environ.get("PATH", "")]),
-            "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
-
-
-def _last_error(outcome: dict) -> str:
-    text = outcome.get("log", "") + "\n" + outcome.get("error", "")
-    errors = [line.strip() for line in text.splitlines() if line.startswith("[ERROR]")]
-    if errors:
-        meaningful = [e for e in errors if "Please see" not in e and "There was an error" not in e]
-        return (meaningful or errors)[0].removeprefix("[ERROR]").strip()
-    lines = [line for line in text.splitlines() if line.strip()]
-    return lines[-1].strip() if lines else "unknown error"
-
-
-def _find(folder: Path, assignment: str, notebooks: list[str], repo_prefix: str = "") -> list[Submission]:
-    try:
-        found = find_submissions(folder, assignment, notebooks)
-    except (FileNotFoundError, ValueError) as err:
-        raise CourseError(str(err)) from None
-    prefix = repo_prefix.rstrip("-") + "-" if repo_prefix else ""
-    if prefix:  # course-wide repositories are named PREFIX-STUDENT by GitHub Classroom
-        found = [dataclasses.replace(s, student=s.student[len(prefix):])
-                 if s.layout == "course-repo" and s.student.startswith(prefix) and len(s.student) > len(prefix)
-                 else s for s in found]
-        students = [s.student for s in found]
-        twice = sorted({s for s in students if students.count(s) > 1})
-        if twice:
-            raise CourseError(f"two submissions of {assignment!r} for student {twice[0]!r} once {prefix!r} "
-                              "is taken off the repository names; keep one")
-    return found
 
 
 def _update_gradebook(course: Course, assignment: str, match, due) -> None:
@@ -900,25 +490,6 @@ def _match(course: Course, found: dict[str, list[Submission]], roster: list, war
     return match
 
 
-def _write_timestamp(submission: Submission, destination: Path, grading_dir: Path | None = None) -> None:
-    """nbgrader's ``timestamp.txt``, and beside it where that time came from (``submission-time.json``).
-
-    nbgrader compares ``timestamp.txt`` with the assignment's due date. A notebook folder's
-    own ``timestamp.txt`` (what ``nbgrader collect`` and the exchange write) is copied; for a
-    git repository (GitHub Classroom) the time is the one ``course collect`` recorded for
-    these notebooks, else the last commit's date, the student's claim
-    (:func:`course_lib.grader.collect.time_of`).
-    """
-    from course_lib.grader.collect import TIME_FILE, time_of
-
-    found = time_of(grading_dir or destination, submission)
-    if found is None:
-        return
-    when, text = found
-    (destination / "timestamp.txt").write_text(text, encoding="utf-8")
-    (destination / TIME_FILE).write_text(json.dumps(when.as_record()), encoding="utf-8")
-
-
 def _sync_assignment(course: Course, assignment: str) -> None:
     """Put the assignment's cells into the gradebook, releasing into grading/release, not assignments/."""
     cfg = course.config()
@@ -927,365 +498,6 @@ def _sync_assignment(course: Course, assignment: str) -> None:
     outcome = _run(course, GenerateAssignment, cfg, assignment, force=True, create_assignment=True)
     if not outcome["success"]:
         raise CourseError(f"could not load {assignment!r} into the gradebook: {_last_error(outcome)}")
-
-
-def _unreadable_reason(path: Path) -> str | None:
-    """None if ``path`` is a valid notebook with valid nbgrader metadata, else why not."""
-    import warnings
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            nb = nbformat.read(path, as_version=4)
-            nbformat.validate(nb)
-    except nbformat.reader.NotJSONError:
-        return "not valid JSON"
-    except nbformat.ValidationError as err:
-        return f"not a valid notebook ({str(err).splitlines()[0]})"
-    except (UnicodeDecodeError, OSError) as err:
-        return f"cannot be read ({err})"
-    except Exception as err:  # nbformat raises assorted errors for JSON that is not a notebook
-        return f"not a notebook ({type(err).__name__}: {err})"
-    try:
-        MetadataValidator().validate_nb(nb)
-    except Exception as err:
-        return f"nbgrader cell metadata is corrupted ({str(err).splitlines()[0] if str(err) else type(err).__name__})"
-    return None
-
-
-def _remove(path: Path) -> None:
-    if path.exists():
-        nbutils.rmtree(str(path))
-
-
-def _record_zero(course: Course, assignment: str, student: str) -> None:
-    """No readable notebook: every grade of the submission is zero (kept if graded by hand)."""
-    with _environment(**_nbgrader_env()), _quiet_warnings(), Gradebook(course.db_url) as gb:
-        gb.update_or_create_student(student)
-        submission = gb.update_or_create_submission(assignment, student)
-        for notebook in submission.notebooks:
-            for grade_ in notebook.grades:
-                grade_.auto_score = 0
-                grade_.needs_manual_grade = False
-        gb.db.commit()
-
-
-def _autograded_flags(course: Course, student: str, assignment: str) -> list[Flag]:
-    flags: list[Flag] = []
-    for path in sorted(course.step("autograded", student, assignment).glob("*.ipynb")):
-        nb = nbformat.read(path, as_version=4)
-        record = nb.metadata.get(METADATA_KEY, {})
-        if record.get("restored_cells"):
-            flags.append(Flag("restored", tuple(record["restored_cells"]),
-                              "grade cells deleted from the submission were put back and score zero"))
-        if record.get("overwritten_cells"):
-            flags.append(Flag("overwritten", tuple(record["overwritten_cells"]),
-                              "read-only cells edited by the student were restored from the gradebook"))
-        stopped = record.get("kernel_stopped")
-        if stopped:
-            kind = stopped.get("kind") or ("kernel-died" if stopped["reason"] == "the kernel died"
-                                           else "kernel-unresponsive")
-            cell = stopped.get("grade_id") or f"cell {stopped['cell_index']}"
-            flags.append(Flag(kind, (cell,), f"{stopped['reason']}; later cells were not run and score zero"))
-        flags += _error_flags(nb)
-        student_code = "\n".join(c.source for c in _submitted_cells(course, student, assignment, path.name))
-        if "NBGRADER_EXECUTION" in student_code:
-            flags.append(Flag("reads-NBGRADER_EXECUTION", (),
-                              "the student's code reads NBGRADER_EXECUTION and may behave differently "
-                              "while graded; it was graded on what it did while graded"))
-    return flags
-
-
-def _verify(course: Course, student: str, assignment: str, log_file: Path,
-            only: set[str] | None = None, profile: dict[str, float] | None = None,
-            ) -> tuple[list[Flag], dict[str, float]]:
-    """Grade the test cells again outside the student's kernel and store that verdict.
-
-    For speed, memory and scaling cells the out-of-kernel score replaces the in-kernel one;
-    for the other tests it is stored only when it is lower (a rebound ``assert_same`` passes
-    in the kernel, never outside it; a mutated input is only visible inside). One gradebook
-    transaction per notebook. A stored verdict that differs by a quarter of the cell's points
-    or more is flagged with both figures. A performance cell that could not be measured
-    outside the kernel scores 0 (flagged ``unverified``, with the in-kernel score), so does a
-    correctness test that could not be decided there because the student's answer is not
-    plain data (a callable object, an instance of the student's class), and so does every
-    test cell of a notebook whose check failed as a whole: the
-    student's code ran beside its tests in the kernel, and may be what decided them there
-    (a rebound ``assert_same``, a replaced traceback display). The verdicts are appended
-    to the cells' output in the autograded notebook, so the feedback shows them.
-
-    ``only``: a later reading of these performance cells alone (see :func:`_settle`): a
-    decided verdict replaces the stored score, an undecided one keeps the better of the two.
-    """
-    flags: list[Flag] = []
-    speedups: dict[str, float] = {}
-    for path in sorted(course.step("autograded", student, assignment).glob("*.ipynb")):
-        source = course.root / "solutions" / assignment / path.name
-        if not source.is_file():
-            continue
-        try:
-            spent: dict[str, float] = {}
-            verdicts = verify_notebook(source, path, timeout=course.timeout, log=log_file,
-                                       memory_limit=course.memory_limit, sandboxed=course.sandboxed,
-                                       notebook_timeout=course.notebook_timeout, only=only, profile=spent)
-            if profile is not None:
-                for stage, seconds in spent.items():
-                    profile[stage] = profile.get(stage, 0.0) + seconds
-        except Exception as err:  # noqa: BLE001
-            # The in-kernel scores cannot stand alone: the student's code ran beside its own
-            # tests there, and may be what stopped the verifier. Zero, flagged for the instructor
-            # (who can grade again once the cause is known).
-            zeroed = _zero_tests(course, student, assignment, source, path.stem)
-            kernel = ", ".join(f"{g} {_pts(got)}/{_pts(top)}" for g, (got, top) in zeroed.items())
-            flags.append(Flag("unverified", tuple(zeroed), f"{path.name}: the check outside the kernel failed "
-                                                           f"({type(err).__name__}: {err}); 0 points stored for "
-                                                           f"its test cells (in the student's kernel: {kernel})"))
-            continue
-        if not verdicts:
-            continue
-        speedups.update({v.grade_id: v.measured for v in verdicts if v.measured is not None})
-        refused_in_kernel = _refused_cells(path)
-        timed_out = _cells_with_error(path, CELL_TIMEOUT)
-        with _environment(**_nbgrader_env()), _quiet_warnings(), Gradebook(course.db_url) as gb:
-            for verdict in verdicts:
-                try:
-                    grade_ = gb.find_grade(verdict.grade_id, path.stem, assignment, student)
-                except MissingEntry:
-                    continue
-                in_kernel = float(grade_.auto_score or 0.0)
-                performance = is_performance_cell(verdict.grade_id)
-                if only is not None:
-                    _store_later_reading(grade_, verdict, in_kernel, flags)
-                    continue
-                if performance and (verdict.refused or verdict.grade_id in refused_in_kernel):
-                    # One rule on both sides (grading._refuse_microseconds): a measurement either
-                    # side refused is stored as refused, 0 points and flagged, never graded by the
-                    # other side. It depends only on the instructor's reference and threshold.
-                    grade_.auto_score = 0.0
-                    grade_.needs_manual_grade = False
-                    where = "outside the kernel" if verdict.refused else "in the student's kernel"
-                    flags.append(Flag("unreliable", (verdict.grade_id,),
-                                      f"the measurement was refused {where} (0 points stored): {verdict.detail}"))
-                    continue
-                if not verdict.conclusive:
-                    if not performance and not verdict.not_data:
-                        # A correctness test the check outside cannot run as written (it hands
-                        # the student's function one of its own functions, as week 2's do) is
-                        # graded in the kernel: a documented limit of the assignment's design.
-                        continue
-                    # A performance cell not measurable outside the kernel, or a test whose answer
-                    # the student made something other than data: failed, never the kernel's word,
-                    # where a rebound assert_same or a hidden traceback may have decided it.
-                    grade_.auto_score = 0.0
-                    grade_.needs_manual_grade = False
-                    if in_kernel > 0:
-                        flags.append(Flag("unverified", (verdict.grade_id,), f"0 points stored (in the student's "
-                                                                           f"kernel {in_kernel:g}/{verdict.max_score:g}):"
-                                                                           f" {verdict.detail}"))
-                    continue
-                if not performance:
-                    stored = _correctness_score(in_kernel, verdict, verdict.grade_id in timed_out)
-                    if stored is None:
-                        continue  # the kernel's score stands
-                    if stored > in_kernel:
-                        flags.append(Flag("note", (verdict.grade_id,), f"this test ran past the time limit in "
-                                                                       f"the student's kernel; outside it, it "
-                                                                       f"scored {stored:g}/{verdict.max_score:g} "
-                                                                       "(stored)"))
-                        grade_.auto_score = stored
-                        grade_.needs_manual_grade = False
-                        continue
-                grade_.auto_score = min(max(verdict.score, 0.0), verdict.max_score)  # never above the cell's points
-                grade_.needs_manual_grade = False
-                if verdict.undecided:
-                    readings = ", ".join(f"{x:g}" for x in verdict.readings)
-                    flags.append(Flag("undecided", (verdict.grade_id,),
-                                      f"measured {len(verdict.readings)} times outside the kernel, each reading too "
-                                      f"noisy to grade on ({readings} of {verdict.max_score:g} points): the best, "
-                                      f"{verdict.score:g}, is stored; grade again with --force on a quieter machine"))
-                elif abs(in_kernel - verdict.score) >= max(0.25 * verdict.max_score, 0.01):
-                    flags.append(Flag("verdict-differs", (verdict.grade_id,),
-                                      f"in the student's kernel {in_kernel:g}/{verdict.max_score:g}, outside it "
-                                      f"{verdict.score:g}/{verdict.max_score:g} (stored): {verdict.detail}"))
-            gb.db.commit()
-        _annotate(path, verdicts, later=only is not None)
-    return flags, speedups
-
-
-def _correctness_score(in_kernel: float, verdict: CellVerdict, timed_out: bool) -> float | None:
-    """What to store for a correctness test once it was checked outside the kernel (None: the kernel's).
-
-    A correctness test only ever loses points to the check outside the kernel (a rebound
-    ``assert_same`` passes in the kernel, never outside it), with one exception: a test
-    the kernel stopped at the time limit, which the check outside the kernel ran to the
-    end. A busy machine slows every cell, and a correct answer must not lose its points to
-    that; the check outside passed it out of the student's reach (flagged, for a look).
-
-    Examples
-    --------
-    >>> v = CellVerdict("test_x_hidden", 2.0, 2.0, "passed")
-    >>> _correctness_score(0.0, v, timed_out=True), _correctness_score(0.0, v, timed_out=False)
-    (2.0, None)
-    """
-    score = min(max(verdict.score, 0.0), verdict.max_score)
-    if timed_out and verdict.conclusive and not verdict.not_data and score > in_kernel:
-        return score
-    return score if score < in_kernel else None
-
-
-def _store_later_reading(grade_: Any, verdict: CellVerdict, stored: float, flags: list[Flag]) -> None:
-    """A later reading of a cell stored as ``undecided``: decided, it replaces; else the better one stays."""
-    if not verdict.conclusive or verdict.refused:
-        return  # the first grading's better reading stands
-    score = min(max(verdict.score, 0.0), verdict.max_score)
-    if verdict.undecided:
-        readings = ", ".join(f"{x:g}" for x in (*verdict.readings, stored))
-        grade_.auto_score = max(stored, score)
-        flags.append(Flag("undecided", (verdict.grade_id,),
-                          f"measured again later in the batch, still too noisy to grade on (readings {readings} "
-                          f"of {verdict.max_score:g} points): the best, {max(stored, score):g}, is stored"))
-    else:
-        grade_.auto_score = score
-    grade_.needs_manual_grade = False
-
-
-def _zero_tests(course: Course, student: str, assignment: str, source: Path,
-                notebook: str) -> dict[str, tuple[float, float]]:
-    """Store 0 for every automatically graded test cell of one notebook; return what each had scored.
-
-    The result maps each grade id to (the in-kernel score it replaced, its points).
-    """
-    try:
-        nb = nbformat.read(source, as_version=4)
-    except Exception:  # noqa: BLE001 - the instructor's own file: nothing to zero without it
-        return {}
-    ids = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if c.cell_type == "code"
-           and c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")]
-    zeroed = {}
-    with _environment(**_nbgrader_env()), _quiet_warnings(), Gradebook(course.db_url) as gb:
-        for grade_id in ids:
-            try:
-                grade_ = gb.find_grade(grade_id, notebook, assignment, student)
-            except MissingEntry:
-                continue
-            zeroed[grade_id] = (float(grade_.auto_score or 0.0), float(grade_.max_score or 0.0))
-            grade_.auto_score = 0.0
-            grade_.needs_manual_grade = False
-        gb.db.commit()
-    return zeroed
-
-
-def _refused_cells(path: Path) -> set[str]:
-    """Grade ids whose cell raised ``UnreliableMeasurement`` in the student's kernel."""
-    return _cells_with_error(path, "UnreliableMeasurement")
-
-
-def _cells_with_error(path: Path, ename: str) -> set[str]:
-    """Grade ids whose cell ended with an error named ``ename`` in the student's kernel."""
-    try:
-        nb = nbformat.read(path, as_version=4)
-    except Exception:  # noqa: BLE001 - unreadable: no such error that we can see
-        return set()
-    return {cell.metadata.get("nbgrader", {}).get("grade_id") for cell in nb.cells if cell.cell_type == "code"
-            and any(o.get("output_type") == "error" and o.get("ename") == ename
-                    for o in cell.get("outputs", []))} - {None}
-
-
-def _annotate(path: Path, verdicts: list, later: bool = False) -> None:
-    """Append each cell's out-of-kernel verdict to its outputs, where the feedback shows it.
-
-    Every performance cell's; and a correctness cell's that failed on either side, when the
-    verifier could decide it: its message is the grader's own, made where the student's code
-    never saw a hidden test, so the feedback shows it where the kernel's own is withheld.
-    ``later``: the verdicts of a later reading in the batch (see :func:`_settle`).
-    """
-    nb = nbformat.read(path, as_version=4)
-    by_id = {v.grade_id: v for v in verdicts}
-    for cell in nb.cells:
-        verdict = by_id.get(cell.metadata.get("nbgrader", {}).get("grade_id"))
-        if verdict is None or cell.cell_type != "code":
-            continue
-        if not is_performance_cell(verdict.grade_id):
-            failed_in_kernel = any(o.get("output_type") == "error" for o in cell.get("outputs", []))
-            if verdict.conclusive and not verdict.refused and (verdict.score < verdict.max_score or failed_in_kernel):
-                text = (f"\nChecked again by the grader outside your kernel: {verdict.score:g} / "
-                        f"{verdict.max_score:g}. {verdict.detail}\n")
-                cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=text))
-            continue
-        kept = "" if verdict.conclusive else " (it could not be checked, so the cell scores 0)"
-        when = "Measured again later in the grading run" if later else "Checked again by the grader"
-        text = (f"\n{when} outside your kernel: {verdict.score:g} / "
-                f"{verdict.max_score:g}{kept}. {verdict.detail}\n")
-        cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=text))
-    nbformat.write(nb, path)
-
-
-def _error_flags(nb: nbformat.NotebookNode) -> list[Flag]:
-    found: dict[str, list[str]] = {}
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "code":
-            continue
-        name = cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"
-        for output in cell.get("outputs", []):
-            if output.get("output_type") != "error":
-                continue
-            ename, evalue = output.get("ename", ""), str(output.get("evalue", ""))
-            if ename == CELL_TIMEOUT:
-                found.setdefault("timeout", []).append(name)
-            elif ename == "TamperingDetected" or evalue.startswith(_TAMPERING_PREFIX):
-                found.setdefault("tampering", []).append(name)
-            elif ename == "UnreliableMeasurement":
-                found.setdefault("unreliable", []).append(name)
-    details = {"timeout": "cells ran past the time limit, were interrupted and score zero",
-               "tampering": "the grading helpers detected tampering (e.g. a reassigned clock)",
-               "unreliable": "a speed measurement was refused as unreliable; see the cell's message"}
-    return [Flag(kind, tuple(dict.fromkeys(cells)), details[kind]) for kind, cells in found.items()]
-
-
-def _submitted_cells(course: Course, student: str, assignment: str, filename: str) -> list:
-    """The student's own code cells (not read-only) as submitted."""
-    path = course.step("submitted", student, assignment) / filename
-    try:
-        nb = nbformat.read(path, as_version=4)
-    except Exception:
-        return []
-    return [c for c in nb.cells if c.cell_type == "code" and not nbutils.is_locked(c)]
-
-
-def _write_missing_feedback(course: Course, student: str, assignment: str, problems: dict[str, str | None],
-                            missing: list[str]) -> tuple[Path, ...]:
-    """Feedback HTML for notebooks nbgrader could not grade; returns every feedback file."""
-    folder = course.step("feedback", student, assignment)
-    for name in course.notebooks(assignment):
-        target = folder / f"{name}.html"
-        if target.exists():
-            continue
-        why = problems.get(name) or ("it was not in the submission" if name in missing else
-                                     "grading failed; your instructor has been told")
-        folder.mkdir(parents=True, exist_ok=True)
-        target.write_text(_PLAIN_FEEDBACK.format(title=html.escape(f"{assignment}: {name}.ipynb"),
-                                                 why=html.escape(scrub_host(writable(why)))), encoding="utf-8")
-    return tuple(sorted(folder.glob("*.html")))
-
-
-_PLAIN_FEEDBACK = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title></head>
-<body><h1>{title}</h1>
-<p>Score: 0. Your notebook could not be graded: {why}.</p>
-<p>Open it in Jupyter to check that it opens, then submit it again or ask your instructor.</p>
-</body></html>
-"""
-
-
-def _scores(course: Course, assignment: str, student: str) -> tuple[float, float, dict[str, float]]:
-    with _quiet_warnings(), Gradebook(course.db_url) as gb:
-        try:
-            submission = gb.find_submission(assignment, student)
-        except MissingEntry:
-            max_score = gb.find_assignment(assignment).max_score
-            return 0.0, float(max_score), {}
-        cells = {g.name: float(g.score) for nb in submission.notebooks for g in nb.grades}
-        return float(submission.score), float(submission.max_score), cells
 
 
 def _record_display_names(course: Course, submissions: list[Submission], match=None) -> None:
@@ -1302,76 +514,6 @@ def _record_display_names(course: Course, submissions: list[Submission], match=N
             gb.update_or_create_student(submission.student, first_name=first or None, last_name=last or None)
 
 
-def _export(course: Course, results: list[SubmissionResult], roster: list | None = None) -> list:
-    """Write ``grades.csv`` and ``flags.csv``; return every submission's standing (``GradeRow``).
-
-    The standing is computed once, here, for every submission in the gradebook (late
-    penalties written back): ``grades.csv``, the ``late`` and ``claimed-time`` flags and
-    the results' scores all come from it.
-    """
-    from course_lib.grader.exports import _write_csv, grade_rows, write_long
-
-    # Not nbgrader's CsvExportPlugin: it gives every student in the gradebook a 0 for every
-    # assignment, submitted or not; here a row is a graded submission (or a roster "missing").
-    rows = grade_rows(course, roster, store=True)
-    write_long(rows, course.grading_dir / "grades.csv")
-    flags_file = course.grading_dir / "flags.csv"
-    done = {(r.assignment, r.student) for r in results}
-    kept = []
-    if flags_file.exists():
-        with flags_file.open(newline="", encoding="utf-8", errors="backslashreplace") as fh:
-            kept = [row for row in csv.DictReader(fh) if (row["assignment"], row["student"]) not in done
-                    and row["flag"] not in _STANDING_FLAGS]
-    kept += [{"assignment": r.assignment, "student": r.student, "flag": f.kind, "cells": " ".join(f.cells),
-              "detail": f.detail} for r in results for f in r.flags if f.kind not in _STANDING_FLAGS]
-    kept += [{"assignment": row.assignment, "student": row.student, "flag": f.kind, "cells": "", "detail": f.detail}
-             for row in rows for f in _standing_flags(row)]
-    kept.sort(key=lambda row: (row["assignment"], row["student"]))
-    _write_csv(flags_file, _FLAG_COLUMNS, [[row[c] for c in _FLAG_COLUMNS] for row in kept])
-    return rows
-
-
-_FLAG_COLUMNS = ["assignment", "student", "flag", "cells", "detail"]
-_STANDING_FLAGS = ("late", "claimed-time")
-
-
-def _standing_flags(row) -> list[Flag]:
-    """The flags a submission's standing raises: ``late``, and ``claimed-time`` for a time only its commit gives."""
-    flags = []
-    if row.status == "late":
-        flags.append(Flag("late", (), f"{row.late_text()}: {row.time_text()}"))
-    if row.submitted and row.duedate is not None and row.time_source == "commit date":
-        flags.append(Flag("claimed-time", (), "its time is the last commit's date, which the student's machine "
-                                              "sets: no course collect saw these notebooks (run it at the deadline)"))
-    return flags
-
-
-def _with_standing(results: list[SubmissionResult], rows: list) -> list[SubmissionResult]:
-    """``results`` with the scores after the late penalty and the standing's flags."""
-    by_key = {(row.assignment, row.student): row for row in rows}
-    updated = []
-    for result in results:
-        row = by_key.get((result.assignment, result.student))
-        if row is None or not row.submitted:
-            updated.append(result)
-            continue
-        flags = tuple(f for f in result.flags if f.kind not in _STANDING_FLAGS) + tuple(_standing_flags(row))
-        updated.append(dataclasses.replace(result, score=row.score, max_score=row.max_score, penalty=row.penalty,
-                                           status=row.status, flags=flags))
-    return updated
-
-
-@contextlib.contextmanager
-def _replacing(path: Path) -> Iterator[Path]:
-    """A temporary path beside ``path``, renamed over it when the block ends without an error."""
-    partial = path.with_name(f".{path.name}.partial")
-    try:
-        yield partial
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
-
-
 @contextlib.contextmanager
 def _progress_bar(total: int, show: bool | None):
     from tqdm import tqdm
@@ -1382,9 +524,3 @@ def _progress_bar(total: int, show: bool | None):
         yield bar
 
 
-def _pts(x: float) -> str:
-    return f"{x:g}"
-
-
-def _points(x: float) -> str:
-    return f"{x:g} point" + ("" if x == 1 else "s")

@@ -34,7 +34,8 @@ from pathlib import Path
 import nbformat
 import numpy as np
 
-from course_lib.grader.nbgrading import Course, CourseError, _environment, _nbgrader_env, _quiet_warnings
+from course_lib.grader._nbgrader import _nbgrader_env, _quiet_warnings
+from course_lib.grader.common import Course, CourseError, _environment
 
 __all__ = ["write_report"]
 

@@ -38,7 +38,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from course_lib.check import _has_code  # the check students run decides what a hidden test is
-from course_lib.grader.nbgrading import CourseError
+from course_lib.grader.common import CourseError
 
 __all__ = ["COPIED", "INSTRUCTOR_PAGES", "without_pages", "MAKE_TARGETS", "write_student_repo", "student_readme", "student_makefile",
            "student_pyproject", "student_lock", "set_repository_url", "repository_url", "grading_rules"]
@@ -99,7 +99,7 @@ def write_student_repo(root: str | Path, dest: str | Path, *, url: str | None = 
     >>> write_student_repo("/no/such/course", "/tmp/anywhere")
     Traceback (most recent call last):
     ...
-    course_lib.grader.nbgrading.CourseError: /no/such/course is not a course repository (no assignments/ in it)
+    course_lib.grader.common.CourseError: /no/such/course is not a course repository (no assignments/ in it)
     """
     root = Path(root).expanduser().resolve()
     dest = Path(dest).expanduser().resolve()
