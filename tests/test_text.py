@@ -56,10 +56,19 @@ def test_flags_and_grades_are_written_whole_or_not_at_all(tmp_path, monkeypatch)
     rows = list(csv.DictReader((tmp_path / "flags.csv").open(encoding="utf-8")))
     assert [(r["student"], r["detail"]) for r in rows] == [("ana", "a message with \\ud800 in it")]
 
-    def broken(self, rows):
-        raise RuntimeError("the disk went away")
+    real_writer = csv.writer
 
-    monkeypatch.setattr(csv.DictWriter, "writerows", broken)
+    class Broken:  # a writer whose rows never arrive: the header is written, then the disk goes
+        def __init__(self, *args, **kwargs):
+            self._writer = real_writer(*args, **kwargs)
+
+        def writerow(self, row):
+            return self._writer.writerow(row)
+
+        def writerows(self, rows):
+            raise RuntimeError("the disk went away")
+
+    monkeypatch.setattr(csv, "writer", Broken)
     with pytest.raises(RuntimeError):
         nbgrading._export(course, [nbgrading.SubmissionResult("bo", "example", 1.0, 10.0,
                                                               flags=(nbgrading.Flag("note"),))])
