@@ -5,9 +5,11 @@ whole-file summary, of their own at several chunk sizes, of the provided and the
 database query) against the grader's reading of the same functions. That reading must be
 taken where every memory test of the course takes it: in the student's kernel by
 ``course_lib.grading``, and outside it by the verifier, which measures in the student
-worker. Both go through :func:`course_lib.grading.peak_memory_points` (the verifier replaces
-that function while it grades), so :func:`traced_peak_bytes` asks it for credit on a log
-scale from 1 byte to 1 TB and turns the credit back into bytes.
+worker. Both go through :func:`course_lib.grading.measured_peak` (the verifier replaces
+that function while it grades): tracemalloc's peak, the figure the student was asked to
+take. Memory hidden from tracemalloc is the memory cells' business (they count the
+sandbox's rise), not this agreement's: an honest answer whose untraced memory is large
+(SQLite's and the allocator's) must not lose points for reporting its traced peak.
 """
 
 from __future__ import annotations
@@ -18,18 +20,16 @@ from typing import Any, Callable
 
 __all__ = ["traced_peak_bytes", "agreement_points"]
 
-# The log scale the peak is read on: credit is full at 1 byte and none at 1 TB, in so many
-# points that their rounding to 2 decimals moves the peak read back by under a millionth.
-_FLOOR, _CEILING, _POINTS = 1, 10**12, 1e9
+_FLOOR = 1  # bytes: a peak of 0 reads as 1, so that a factor between two figures exists
 
 
 def traced_peak_bytes(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> int:
     """The peak traced memory of one call ``fn(*args, **kwargs)``, in bytes, read by the grader.
 
-    Measured by :func:`course_lib.grading.peak_memory_points`, looked up when called: in a
+    Measured by :func:`course_lib.grading.measured_peak`, looked up when called: in a
     notebook's kernel the course's own measurement (tracemalloc, cross-checked), and while
     the verifier grades outside the kernel its replacement, which runs ``fn`` in the student
-    worker (with its resident-memory cross-check). A peak of 0 bytes reads as 1 byte.
+    worker. A peak of 0 bytes reads as 1 byte.
 
     Examples
     --------
@@ -39,9 +39,7 @@ def traced_peak_bytes(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> i
     """
     from course_lib import grading  # at call time: the verifier replaces its measuring functions
 
-    credit = grading.peak_memory_points(fn, _FLOOR, _CEILING, _POINTS, *args, **kwargs)
-    share = min(1.0, max(0.0, float(credit) / _POINTS))
-    return max(_FLOOR, round(_CEILING * (_FLOOR / _CEILING) ** share))
+    return max(_FLOOR, int(grading.measured_peak(fn, *args, **kwargs)))
 
 
 def agreement_points(claimed: Any, measured: float, full_within: float, zero_beyond: float,

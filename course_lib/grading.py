@@ -127,6 +127,7 @@ __all__ = [
     "first_call_seconds",
     "measured_speedup",
     "measured_exponent",
+    "measured_peak",
 ]
 
 
@@ -1031,6 +1032,27 @@ def measured_exponent(fn: Callable[[Any], Any], make_input: Callable[[int], Any]
     with _grading_session():
         fit, _ = _fitted_exponent(fn, make_input, sizes, budget, min_call_seconds)
     return float(fit.slope)
+
+
+def measured_peak(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> int:
+    """The peak traced memory of one call ``fn(*args, **kwargs)`` as the grader reads it, in bytes.
+
+    For a test that checks a student's own tracemalloc figure against the grader's reading of
+    the same function: the figure the student was asked to take (tracemalloc's peak),
+    measured as :func:`peak_memory_points` measures it, cross-checked against tracemalloc's own
+    counter. While the verifier grades outside the kernel it is the traced peak in the
+    student worker. Memory hidden from tracemalloc is a matter for the memory cells
+    (:func:`peak_memory_points` counts the sandbox's rise there), not for this agreement.
+
+    Examples
+    --------
+    >>> 1_000_000 <= measured_peak(bytearray, 1_000_000) < 1_100_000
+    True
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be a function, got {type(fn).__name__}")
+    with _grading_session():
+        return _traced_peak(fn, args, kwargs)
 
 
 # ---------------------------------------------------------------------------

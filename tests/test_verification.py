@@ -155,6 +155,23 @@ def test_bare_measurements_are_taken_outside_the_kernel_too(tmp_path):
     assert "measured outside your kernel" in verdict.detail and "exponent" in verdict.detail
 
 
+PEAK_TEST = """\
+from course_lib.grading import measured_peak
+
+_peak = measured_peak(hold, 8_000_000)
+assert 8_000_000 <= _peak < 8_300_000, _peak
+"""
+
+
+def test_a_bare_traced_peak_is_taken_outside_the_kernel_too(tmp_path):
+    # measured_peak, for tests that check a student's own tracemalloc figure: outside the
+    # kernel it is the traced peak of the student's function in the worker
+    answer = FAST + "\n\ndef hold(n):\n    return len(bytearray(n))\n"
+    verdict = _verify(tmp_path, answer, PEAK_TEST, grade_id="test_peak_memory", points=1, reference=answer)
+    assert verdict.conclusive and verdict.score == 1, verdict.detail
+    assert "measured outside your kernel: peak traced memory 8" in verdict.detail
+
+
 def test_fast_answer_passes_with_the_measured_ratio(tmp_path):
     verdict = _verify(tmp_path, FAST)
     assert verdict.conclusive and verdict.score == 3

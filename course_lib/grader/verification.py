@@ -1069,7 +1069,18 @@ def _install_remote_helpers() -> None:
         _MEASUREMENTS.append(measured)
         return float(fit.slope)
 
-    for name, fn in (("measured_speedup", measured_speedup), ("measured_exponent", measured_exponent)):
+    real_peak = grading.measured_peak
+
+    def measured_peak(fn, /, *args, **kwargs):
+        if not isinstance(fn, _Remote):
+            return real_peak(fn, *args, **kwargs)
+        traced, resident = _remote_peak(fn, args, kwargs)
+        _MEASUREMENTS.append(f"measured outside your kernel: peak traced memory {grading._fmt_bytes(traced)} "
+                             f"(the sandbox's memory rose by {grading._fmt_bytes(resident)})")
+        return int(traced)
+
+    for name, fn in (("measured_speedup", measured_speedup), ("measured_exponent", measured_exponent),
+                     ("measured_peak", measured_peak)):
         fn.__doc__ = getattr(grading, name).__doc__
         setattr(grading, name, fn)
 
