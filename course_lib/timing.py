@@ -924,6 +924,17 @@ def _set_trim_threshold(nbytes: int) -> bool:
         return False
 
 
+def _trim_heap() -> bool:
+    """Hand the allocator's free pages back to the system now; whether it could (glibc only)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        return False
+    return True
+
+
 def _timed_loop(
     fn: Callable[..., Any],
     call: Callable[[], Any],
