@@ -170,10 +170,11 @@ def figure_labels(fig: Any) -> dict[str, Any]:
     """What a reader sees labelling a figure: its title and each panel's title and axes.
 
     Returns ``{"title": str, "axes": [{"title", "xlabel", "ylabel", "xticks",
-    "yticks", "xnames", "ynames", "legend"}, ...]}``, with ``xticks``/``yticks`` true
-    when the ticks are words (bar names) rather than numbers, ``xnames``/``ynames``
-    those words, and ``legend`` the entries of the panel's legend. Only panels that
-    show something are listed.
+    "yticks", "xnames", "ynames", "legend"}, ...], "legend": [...]}``, with
+    ``xticks``/``yticks`` true when the ticks are words (bar names) rather than
+    numbers, ``xnames``/``ynames`` those words, and ``legend`` the entries of the
+    panel's legend (at the top level: of the figure's own). Only panels that show
+    something are listed.
 
     Examples
     --------
@@ -204,7 +205,9 @@ def figure_labels(fig: Any) -> dict[str, Any]:
             "ynames": _words(ax.get_yticklabels()),
             "legend": [t.get_text() for t in legend.get_texts()] if legend else [],
         })
-    return {"title": title, "axes": panels}
+    legends = [t.get_text() for legend in getattr(fig, "legends", [])
+               for t in legend.get_texts()]
+    return {"title": title, "axes": panels, "legend": legends}
 
 
 def figure_alt(labels: dict[str, Any]) -> str:
@@ -223,11 +226,14 @@ def figure_alt(labels: dict[str, Any]) -> str:
     panels = labels.get("axes", [])
     title = _readable(labels.get("title", ""))
     parts = [_panel_alt(panel) for panel in panels]
+    legend = _named(labels.get("legend", []))
+    ending = [f"Legend for all plots: {legend}."] if legend else []
     if len(parts) == 1:
-        return " ".join(["Plot:" if not title else f"Plot: {title}.", parts[0]]).strip()
+        heading = "Plot:" if not title else f"Plot: {title}."
+        return " ".join([heading, parts[0], *ending]).strip()
     heading = (f"{title}. " if title else "") + f"{len(parts)} plots."
     return " ".join([heading] + [f"Plot {k}: {text}" for k, text in
-                                 enumerate(parts, start=1)])
+                                 enumerate(parts, start=1)] + ending)
 
 
 def figure_problems(labels: dict[str, Any]) -> list[str]:

@@ -100,6 +100,7 @@ def test_alt_text_says_what_each_panel_shows():
     right.legend()
     right.set(xlabel="round", ylabel="$n^2$ calls", title="paired")
     fig.suptitle("Two views")
+    fig.legend(["no competitors"], loc="upper center")
     fig.canvas.draw()
     try:
         alt = book.figure_alt(book.figure_labels(fig))
@@ -107,7 +108,8 @@ def test_alt_text_says_what_each_panel_shows():
         plt.close(fig)
     assert alt == ("Two views. 2 plots. Plot 1: as written. Horizontal axis: seconds. "
                    "Vertical axis: load, clean. Plot 2: paired. Horizontal axis: round. "
-                   "Vertical axis: n^2 calls. Legend: quiet, busy.")
+                   "Vertical axis: n^2 calls. Legend: quiet, busy. "
+                   "Legend for all plots: no competitors.")
 
 
 def test_a_shown_figure_records_its_alt_text():
