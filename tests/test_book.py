@@ -422,6 +422,20 @@ def test_no_skipped_claim_leaves_its_paragraph_standing(book, doc):
         assert " ".join(words) in page, (doc, name, words)
 
 
+def test_week4_says_sampling_beat_tracing_only_where_py_spy_ran(book):
+    """The page may promise or state py-spy's measurement only in a build that made it."""
+    doc = WEEK_FILES[4]
+    status = claim_statuses(_glue(doc))["outside"]["status"]
+    page = _plain(_text(_soup(doc)))
+    measured = [p for p in ("sampling beat tracing", "measures a sampler that does not",
+                            "few percent") if p in page]
+    if status == "held":
+        assert measured[:2] == ["sampling beat tracing", "measures a sampler that does not"]
+    else:
+        assert measured == [], (status, measured)
+        assert "could not" in page or "did not run" in page
+
+
 def _plain(text: str) -> str:
     """Text without Markdown emphasis or code marks, and with straight quotes."""
     text = text.translate(str.maketrans("\u2018\u2019\u201c\u201d", "''\"\""))
