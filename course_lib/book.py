@@ -21,7 +21,9 @@ What it does, so that no chapter repeats it:
 - checks every figure the page shows (:func:`figure_problems`): each panel titled (or the
   figure), each axis labelled (or its ticks are words). The labels travel with the image
   in its output's metadata, under the media type :data:`MIME`, where
-  ``tests/test_book.py`` reads them.
+  ``tests/test_book.py`` reads them, with alt text written from them
+  (:func:`figure_alt`) that ``book/_ext/measure_first_figures.py`` gives the page's
+  ``<img>``.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from typing import Any
 from course_lib import claims
 
 __all__ = ["Page", "setup", "usable_cores", "figure_problems", "figure_labels",
-           "pin", "MIME"]
+           "figure_alt", "pin", "MIME"]
 
 # The media type under which a shown figure's titles and axis labels are recorded.
 MIME = "application/vnd.measure-first.figure+json"
@@ -168,8 +170,11 @@ def figure_labels(fig: Any) -> dict[str, Any]:
     """What a reader sees labelling a figure: its title and each panel's title and axes.
 
     Returns ``{"title": str, "axes": [{"title", "xlabel", "ylabel", "xticks",
-    "yticks"}, ...]}``, with ``xticks``/``yticks`` true when the ticks are words (bar
-    names) rather than numbers. Only panels that show something are listed.
+    "yticks", "xnames", "ynames", "legend"}, ...], "legend": [...]}``, with
+    ``xticks``/``yticks`` true when the ticks are words (bar names) rather than
+    numbers, ``xnames``/``ynames`` those words, and ``legend`` the entries of the
+    panel's legend (at the top level: of the figure's own). Only panels that show
+    something are listed.
 
     Examples
     --------
@@ -187,6 +192,7 @@ def figure_labels(fig: Any) -> dict[str, Any]:
     for ax in fig.get_axes():
         if not ax.get_visible() or not _shows_something(ax):
             continue
+        legend = ax.get_legend()
         panels.append({
             "title": ax.get_title() or ax.get_title("left") or ax.get_title("right"),
             "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
@@ -195,8 +201,39 @@ def figure_labels(fig: Any) -> dict[str, Any]:
                           for a in ax.get_shared_x_axes().get_siblings(ax)),
             "yticks": any(_worded(a.get_yticklabels())
                           for a in ax.get_shared_y_axes().get_siblings(ax)),
+            "xnames": _words(ax.get_xticklabels()),
+            "ynames": _words(ax.get_yticklabels()),
+            "legend": [t.get_text() for t in legend.get_texts()] if legend else [],
         })
-    return {"title": title, "axes": panels}
+    legends = [t.get_text() for legend in getattr(fig, "legends", [])
+               for t in legend.get_texts()]
+    return {"title": title, "axes": panels, "legend": legends}
+
+
+def figure_alt(labels: dict[str, Any]) -> str:
+    """Alt text for a figure, written from its labels (from :func:`figure_labels`).
+
+    What a reader who cannot see the image needs first: what each panel shows and
+    what its axes measure, with the names of bars and legend entries. The values
+    themselves are the page's to state, in its tables and prose.
+
+    Examples
+    --------
+    >>> figure_alt({"title": "", "axes": [{"title": "Per round", "xlabel": "round",
+    ...     "ylabel": "", "xnames": [], "ynames": [], "legend": ["quiet", "busy"]}]})
+    'Plot: Per round. Horizontal axis: round. Legend: quiet, busy.'
+    """
+    panels = labels.get("axes", [])
+    title = _readable(labels.get("title", ""))
+    parts = [_panel_alt(panel) for panel in panels]
+    legend = _named(labels.get("legend", []))
+    ending = [f"Legend for all plots: {legend}."] if legend else []
+    if len(parts) == 1:
+        heading = "Plot:" if not title else f"Plot: {title}."
+        return " ".join([heading, parts[0], *ending]).strip()
+    heading = (f"{title}. " if title else "") + f"{len(parts)} plots."
+    return " ".join([heading] + [f"Plot {k}: {text}" for k, text in
+                                 enumerate(parts, start=1)] + ending)
 
 
 def figure_problems(labels: dict[str, Any]) -> list[str]:
@@ -255,6 +292,41 @@ def _worded(ticks: Any) -> bool:
     return any(any(c.isalpha() for c in text) for text in texts)
 
 
+def _words(ticks: Any) -> list[str]:
+    return [t.get_text() for t in ticks if _worded([t])]
+
+
+def _readable(text: str) -> str:
+    """A label without mathtext marks: "$n^2$" reads "n^2"."""
+    text = re.sub(r"\\mathdefault\{([^}]*)\}", r"\1", text)
+    return re.sub(r"\s+", " ", text.replace("$", "")).strip()
+
+
+def _named(names: list[str], most: int = 8) -> str:
+    names = [_readable(n) for n in names if _readable(n)]
+    if len(names) > most:
+        return ", ".join(names[:most]) + f" and {len(names) - most} more"
+    return ", ".join(names)
+
+
+def _panel_alt(panel: dict[str, Any]) -> str:
+    sentences = []
+    title = _readable(panel.get("title", ""))
+    if title:
+        sentences.append(f"{title}.")
+    for axis, side in (("x", "Horizontal"), ("y", "Vertical")):
+        label = _readable(panel.get(f"{axis}label", ""))
+        names = _named(panel.get(f"{axis}names", []))
+        if label and names:
+            sentences.append(f"{side} axis: {label} ({names}).")
+        elif label or names:
+            sentences.append(f"{side} axis: {label or names}.")
+    legend = _named(panel.get("legend", []))
+    if legend:
+        sentences.append(f"Legend: {legend}.")
+    return " ".join(sentences)
+
+
 def _check_figures() -> None:
     """Record each figure the page shows with its labels, in its output's metadata.
 
@@ -295,4 +367,5 @@ def _label_record(fig: Any) -> tuple[None, dict[str, Any]] | None:
         return None                              # nothing is drawn for an empty figure
     labels = figure_labels(fig)
     labels["problems"] = figure_problems(labels)
+    labels["alt"] = figure_alt(labels)
     return None, labels

@@ -753,11 +753,7 @@ def format_environment(env: dict[str, Any] | None = None) -> str:
     versions = env.get("versions") or {}
     version_text = ", ".join(f"{k} {v}" for k, v in versions.items() if v) or "unknown"
     blas = env.get("blas") or []
-    blas_text = "; ".join(
-        f"{b.get('internal_api', '?')} {b.get('version', '?')} "
-        f"({b.get('user_api', '?')}, {b.get('num_threads', '?')} threads)"
-        for b in blas
-    ) or "none loaded"
+    blas_text = "; ".join(_pool_text(b) for b in blas) or "none loaded"
     load = env.get("load_average")
     load_text = (
         ", ".join(f"{x:.2f}" for x in load) + " (1, 5, 15 min)" if load else "not available"
@@ -780,6 +776,16 @@ def format_environment(env: dict[str, Any] | None = None) -> str:
 # ---------------------------------------------------------------------------
 # Private helpers
 # ---------------------------------------------------------------------------
+
+def _pool_text(pool: dict[str, Any]) -> str:
+    """One thread pool as "openblas 0.3.27 (blas, 1 thread)": no version when unknown."""
+    name = pool.get("internal_api", "?")
+    version = pool.get("version")
+    threads = pool.get("num_threads", "?")
+    unit = "thread" if threads == 1 else "threads"
+    label = f"{name} {version}" if version is not None else name
+    return f"{label} ({pool.get('user_api', '?')}, {threads} {unit})"
+
 
 _LIBRARIES = ("numpy", "pandas", "numba", "matplotlib", "threadpoolctl", "line_profiler", "dask",
               "course_lib")

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["ROOT", "HTML", "EXECUTED", "BuildResult", "build_book", "stray_outputs",
-           "plumbing_in_view", "figure_problems", "standing_paragraphs", "claim_statuses"]
+           "plumbing_in_view", "figure_problems", "standing_paragraphs", "claim_statuses",
+           "images_without_alt"]
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
@@ -134,6 +135,23 @@ def figure_problems(notebook: dict[str, Any]) -> list[str]:
                 found.append(f"code cell {index}: a figure with no label record")
                 continue
             found += [f"code cell {index}: {problem}" for problem in labels.get("problems", [])]
+    return found
+
+
+def images_without_alt(html: str) -> list[str]:
+    """Images a screen reader cannot describe: no alt text, or a file name as alt text.
+
+    Sphinx writes an image's path as its alt text when none is given, so a figure whose
+    alt text was lost reads as ``../_images/<hash>.png``.
+    """
+    from bs4 import BeautifulSoup
+
+    found = []
+    for img in BeautifulSoup(html, "html.parser").find_all("img"):
+        alt = (img.get("alt") or "").strip()
+        src = img.get("src", "")
+        if not alt or re.search(r"\.(png|jpe?g|gif|svg)$", alt, re.IGNORECASE) or alt == src:
+            found.append(f"{src}: alt {alt!r}")
     return found
 
 

@@ -17,7 +17,8 @@ import yaml
 from bs4 import BeautifulSoup
 
 from book_support import (EXECUTED, HTML, ROOT, build_book, claim_statuses, figure_problems,
-                          plumbing_in_view, standing_paragraphs, stray_outputs)
+                          images_without_alt, plumbing_in_view, standing_paragraphs,
+                          stray_outputs)
 
 pytestmark = pytest.mark.slow
 
@@ -402,6 +403,12 @@ def test_every_figure_is_labelled(book, doc):
     assert figure_problems(_executed(doc)) == []
 
 
+@pytest.mark.parametrize("doc", _toc_files())
+def test_every_image_has_alt_text(book, doc):
+    """A figure's <img> says what it shows (from its labels), never its file name."""
+    assert images_without_alt(_html(doc).read_text(encoding="utf-8")) == []
+
+
 @pytest.mark.parametrize("doc", NOTEBOOK_PAGES)
 def test_no_skipped_claim_leaves_its_paragraph_standing(book, doc):
     statuses = claim_statuses(_glue(doc))
@@ -413,6 +420,20 @@ def test_no_skipped_claim_leaves_its_paragraph_standing(book, doc):
         passage = "".join(_glue(doc)[name]["data"]["text/markdown"])
         words = _plain(passage).split()[:8]
         assert " ".join(words) in page, (doc, name, words)
+
+
+def test_week4_says_sampling_beat_tracing_only_where_py_spy_ran(book):
+    """The page may promise or state py-spy's measurement only in a build that made it."""
+    doc = WEEK_FILES[4]
+    status = claim_statuses(_glue(doc))["outside"]["status"]
+    page = _plain(_text(_soup(doc)))
+    measured = [p for p in ("sampling beat tracing", "measures a sampler that does not",
+                            "few percent") if p in page]
+    if status == "held":
+        assert measured[:2] == ["sampling beat tracing", "measures a sampler that does not"]
+    else:
+        assert measured == [], (status, measured)
+        assert "could not" in page or "did not run" in page
 
 
 def _plain(text: str) -> str:
@@ -494,3 +515,38 @@ def test_the_paragraph_check_would_catch_a_skipped_claims_paragraph():
     honest = "```{glue:md} pool_wins\n:format: myst\n```\n\nThe slope was " \
              "{glue:text}`slope_value:.2f`.\n"
     assert standing_paragraphs(honest, statuses) == []
+
+
+def test_the_alt_check_would_catch_a_file_name_for_alt_text():
+    page = ('<img alt="../_images/0038bc.png" src="../_images/0038bc.png">'
+            '<img src="../_images/1b07.png">'
+            '<img alt="Plot: speed-up per round. Horizontal axis: round." src="a.png">')
+    found = images_without_alt(page)
+    assert len(found) == 2 and "0038bc.png" in found[0] and "1b07.png" in found[1]
+
+
+def test_the_figure_extension_gives_an_image_its_recorded_alt_text():
+    import sys
+    from types import SimpleNamespace
+
+    from docutils import nodes
+
+    from course_lib import book
+
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    try:
+        import measure_first_figures as ext
+    finally:
+        sys.path.pop(0)
+    labels = {"title": "", "axes": [{"title": "Where the time went", "xlabel": "seconds",
+                                     "ylabel": "", "xnames": [], "legend": [],
+                                     "ynames": ["report", "report_v1"]}]}
+    record = {book.MIME: {**labels, "alt": book.figure_alt(labels)}}
+    render = ext._with_alt(lambda self, data: [nodes.image(uri="x.png")])
+    node, = render(None, SimpleNamespace(output_metadata=record))
+    assert node["alt"] == ("Plot: Where the time went. Horizontal axis: seconds. "
+                           "Vertical axis: report, report_v1.")
+    given = ext._with_alt(lambda self, data: [nodes.image(uri="x.png", alt="from the cell")])
+    assert given(None, SimpleNamespace(output_metadata=record))[0]["alt"] == "from the cell"
+    bare, = render(None, SimpleNamespace(output_metadata={}))
+    assert "alt" not in bare

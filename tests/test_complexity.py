@@ -326,3 +326,38 @@ def test_plot_uses_the_given_fit_and_axes():
 def test_plot_rejects_a_fit_of_the_wrong_type():
     with pytest.raises(TypeError, match="Fit"):
         complexity.plot(power_table(1), fit=1.0)
+
+
+def test_plot_labels_the_measured_sizes_and_no_minor_ticks():
+    table = power_table(2)
+    ax = complexity.plot(table)
+    try:
+        ax.figure.canvas.draw()
+        np.testing.assert_allclose(ax.get_xticks(), sorted(table["n"]))
+        assert [t.get_text() for t in ax.get_xticklabels(minor=True)] == []
+        assert all(t.get_text() for t in ax.get_xticklabels())
+    finally:
+        plt.close(ax.figure)
+
+
+@pytest.mark.parametrize("sizes, labels", [
+    ([250, 500, 1_000, 2_000], ["250", "500", "1k", "2k"]),
+    ([25_000, 1_500_000], ["25k", "1.5M"]),
+])
+def test_label_sizes_writes_short_numbers(sizes, labels):
+    fig, ax = plt.subplots()
+    try:
+        ax.loglog(sizes, sizes)
+        complexity.label_sizes(ax, sizes)
+        assert [t.get_text() for t in ax.get_xticklabels()] == labels
+    finally:
+        plt.close(fig)
+
+
+def test_label_sizes_rejects_sizes_a_log_axis_cannot_show():
+    fig, ax = plt.subplots()
+    try:
+        with pytest.raises(ValueError, match="positive"):
+            complexity.label_sizes(ax, [0, 10])
+    finally:
+        plt.close(fig)

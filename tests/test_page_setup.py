@@ -91,6 +91,39 @@ def test_missing_titles_and_labels_are_named():
                              "panel 2 has no y-axis label"]
 
 
+def test_alt_text_says_what_each_panel_shows():
+    fig, (left, right) = plt.subplots(1, 2)
+    left.barh(["load", "clean"], [1.0, 2.0])
+    left.set(xlabel="seconds", title="as written")
+    right.plot([1, 2], [3, 4], label="quiet")
+    right.plot([1, 2], [4, 5], label="busy")
+    right.legend()
+    right.set(xlabel="round", ylabel="$n^2$ calls", title="paired")
+    fig.suptitle("Two views")
+    fig.legend(["no competitors"], loc="upper center")
+    fig.canvas.draw()
+    try:
+        alt = book.figure_alt(book.figure_labels(fig))
+    finally:
+        plt.close(fig)
+    assert alt == ("Two views. 2 plots. Plot 1: as written. Horizontal axis: seconds. "
+                   "Vertical axis: load, clean. Plot 2: paired. Horizontal axis: round. "
+                   "Vertical axis: n^2 calls. Legend: quiet, busy. "
+                   "Legend for all plots: no competitors.")
+
+
+def test_a_shown_figure_records_its_alt_text():
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [3, 4])
+    ax.set(xlabel="n", ylabel="seconds", title="growth")
+    try:
+        _, labels = book._label_record(fig)
+    finally:
+        plt.close(fig)
+    assert labels["alt"] == "Plot: growth. Horizontal axis: n. Vertical axis: seconds."
+    assert labels["problems"] == []
+
+
 def test_pin_limits_every_loaded_blas_pool():
     from threadpoolctl import threadpool_info, threadpool_limits
 

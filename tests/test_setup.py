@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 import tomllib
 from pathlib import Path
@@ -100,6 +101,16 @@ def test_this_environment_is_the_locked_one(lock):
         if installed != pinned:
             wrong[name] = f"{installed} installed, {pinned} locked"
     assert not wrong, f"environment differs from requirements.lock (run `make venv`): {wrong}"
+
+
+def test_py_spy_runs_from_beside_this_python():
+    # Week 4 looks for the program there: the book's kernel runs the venv's Python
+    # without the venv's bin folder on PATH (make book does not activate it).
+    program = Path(sys.executable).with_name("py-spy")
+    assert program.is_file(), f"no py-spy beside {sys.executable} (run `make venv`)"
+    done = subprocess.run([str(program), "--version"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("py-spy"), done
 
 
 # --- Makefile -------------------------------------------------------------------------------

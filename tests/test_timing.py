@@ -697,6 +697,13 @@ def test_format_environment_is_readable_text():
     assert "numpy 1.0" in text and "numba" not in text
     assert "openblas 0.3 (blas, 2 threads)" in text
     assert "Load average: not available" in text
+    # one thread reads in the singular; a pool that reports no version shows none
+    env["blas"] = [{"internal_api": "openblas", "version": "0.3", "num_threads": 1,
+                    "user_api": "blas"},
+                   {"internal_api": "openmp", "version": None, "num_threads": 1,
+                    "user_api": "openmp"}]
+    assert "BLAS: openblas 0.3 (blas, 1 thread); openmp (openmp, 1 thread)" in (
+        timing.format_environment(env))
     assert timing.format_environment().startswith("CPU: ")
 
 
