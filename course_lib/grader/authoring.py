@@ -601,14 +601,23 @@ def _unexpected(row: SelftestRow, expected: dict[str, object], reference: Selfte
             continue
         if want == "full":
             if not math.isclose(got, top, abs_tol=1e-6):
-                yield f"{key} {got:.3g} of {top:g} (expected all)"
+                yield f"{key} {_points(got)} of {top:g} (expected all)"
         elif want == "less":
             if not got < ref - 1e-6:
-                yield f"{key} {got:.3g} (expected less than the reference's {ref:.3g})"
+                yield f"{key} {_points(got)} (expected less than the reference's {_points(ref)})"
         else:
             low, high = (want, want) if isinstance(want, (int, float)) else want
             if not low - 1e-6 <= got <= high + 1e-6:
-                yield f"{key} {got:.3g} (expected {low:g}" + ("" if low == high else f" to {high:g}") + ")"
+                yield f"{key} {_points(got)} (expected {low:g}" + ("" if low == high else f" to {high:g}") + ")"
+
+
+def _points(value: float) -> str:
+    """Points to two decimals, so that 15.97 of 16 never reads as 16 of 16.
+
+    >>> _points(15.97), _points(16.0), _points(2.912)
+    ('15.97', '16', '2.91')
+    """
+    return f"{round(value, 2):g}"
 
 
 def _answered(released: nbformat.NotebookNode, answers: dict[str, str]) -> nbformat.NotebookNode:
