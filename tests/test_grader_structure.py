@@ -136,6 +136,23 @@ def test_no_grading_module_imports_the_package_itself():
     assert found == []
 
 
+def test_each_grading_module_lists_what_the_others_take_from_it():
+    # A module's __all__ is its interface: the names the facade and the sibling modules import
+    # from it are all listed there, and everything listed exists.
+    import importlib
+
+    modules = {p.stem for p in GRADING_FOLDER.glob("*.py")}
+    taken: dict[str, set[str]] = {name: set() for name in modules}
+    for name in modules:
+        for node in ast.walk(ast.parse((GRADING_FOLDER / f"{name}.py").read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(GRADING + "."):
+                taken[node.module.split(".")[2]].update(a.name for a in node.names)
+    for name in sorted(modules - {"__init__"}):
+        listed = importlib.import_module(f"{GRADING}.{name}").__all__
+        assert taken[name] <= set(listed), f"{name} does not list {sorted(taken[name] - set(listed))}"
+        assert all(hasattr(importlib.import_module(f"{GRADING}.{name}"), n) for n in listed), name
+
+
 def test_only_the_state_module_reads_the_clocks_and_tracemalloc():
     # Every other module of course_lib.grading measures with the functions _state captured at
     # import, before student code ran: one that imported time or tracemalloc itself could call

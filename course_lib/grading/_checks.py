@@ -21,6 +21,7 @@ from typing import Any
 from course_lib.grading._errors import GradingError
 from course_lib.grading._state import _available_cores
 
+# What the package's other modules, preview, the verifier and the course CLI use from here.
 __all__ = [
     "_call_candidate", "_check_number", "_check_sizes", "_cores_text", "_fmt_ratio", "_fmt_seconds",
     "_fresh_args", "_grading_session", "_parse_bytes",

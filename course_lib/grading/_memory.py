@@ -26,6 +26,7 @@ from course_lib.grading._state import (
 )
 from course_lib.grading._values import _same_values
 
+# The public names, then what preview and the verifier use from here.
 __all__ = [
     "assert_peak_memory_below", "assert_scaling", "log_points", "peak_memory_points", "scaling_points",
     "measured_exponent", "measured_peak", "_check_points_thresholds", "_exponent_points", "_fitted_exponent",

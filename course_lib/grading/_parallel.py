@@ -25,10 +25,9 @@ from course_lib.grading._state import (
     _available_cores, _deepcopy, _ExternalSampler, _limit_threads, _perf_counter, _raise_if_tampered,
     _sampling_available, _thread_settings,
 )
-from course_lib.grading._values import (
-    _describe_signature, _EXACT, _problem, _signature, _Tolerance, _tolerance,
-)
+from course_lib.grading._values import _describe_signature, _EXACT, _problem, _signature, _Tolerance, _tolerance
 
+# The public name, then what preview and the verifier's twin (grader._remote_parallel) use from here.
 __all__ = [
     "parallel_points", "_check_identical", "_check_parallel_result", "_measure_parallel",
     "_NoParallelPoints", "_parallel_points_for", "_parallel_result", "_parallel_rounds",

@@ -32,6 +32,7 @@ from course_lib.grading._state import (
 )
 from course_lib.grading._values import _describe_signature, _problem, _same_values, _signature, _tolerance
 
+# The public names, then what the package's other modules, preview and the verifier use from here.
 __all__ = [
     "assert_speedup", "speedup_points", "measured_speedup", "_Decision", "_Estimate", "_measure_speedup",
     "_median_interval", "_points_for", "_quick", "_QUICK_SHARE", "_refuse_microseconds", "_speed_settings",

@@ -35,6 +35,7 @@ import numpy as np
 from course_lib import _concurrency, complexity, memory, timing
 from course_lib.grading._errors import TamperingDetected
 
+# What the package's other modules (and the verifier's messages) use from here.
 __all__ = [
     "_available_cores", "_compare", "_CPUS", "_deepcopy", "_default_rng", "_exponent", "_ExternalSampler",
     "_fmt_bytes", "_limit_threads", "_monotonic_ns", "_peak", "_perf_counter", "_process_time",

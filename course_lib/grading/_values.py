@@ -26,6 +26,7 @@ import pandas as pd
 from course_lib.grading._checks import _check_number
 from course_lib.grading._errors import GradingError
 
+# The public name, then what the package's other modules and the verifier use from here.
 __all__ = [
     "assert_same", "_describe_signature", "_EXACT", "_problem", "_same_values", "_signature", "_Tolerance",
     "_tolerance",
