@@ -430,6 +430,22 @@ def test_replacing_timing_internals_is_detected(monkeypatch):
         assert_speedup(count_in_set, count_in_list, make_args, at_least=10, budget=BUDGET)
 
 
+@pytest.mark.parametrize("module", ["_state", "_speed", "_parallel", "_warm"])
+def test_rebinding_the_clock_of_a_grading_module_is_detected(monkeypatch, module):
+    # Each module of the package that times with the captured perf_counter is compared with
+    # it, as the single grading module's _perf_counter was before the package was split.
+    monkeypatch.setattr(getattr(grading, module), "_perf_counter", lambda: 0.0)
+    with pytest.raises(TamperingDetected, match="measures with a clock other than time.perf_counter"):
+        assert_speedup(count_in_set, count_in_list, make_args, at_least=10, budget=BUDGET)
+
+
+def test_every_grading_module_that_times_with_the_clock_is_watched():
+    holders = {name for name, module in sys.modules.items()
+               if name.startswith("course_lib.grading.") and "_perf_counter" in vars(module)}
+    watched = {module.__name__ for module in grading._state._CLOCK_READERS}
+    assert holders == watched | {"course_lib.grading._state"} and len(watched) == len(grading._state._CLOCK_READERS)
+
+
 def _no_identity_checks(monkeypatch):
     """Switch off the identity checks: at the start and end of a measurement, and in its runaway guard."""
     monkeypatch.setattr(grading._state, "_tampering_problems", lambda: [])  # read by _raise_if_tampered

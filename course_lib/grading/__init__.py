@@ -74,7 +74,7 @@ exit the kernel). ``course grade`` therefore grades these cells again outside th
 
 Where the code is
 -----------------
-This module only gathers the public names; each concern has a private module:
+This module gathers the public names, and each concern has a private module:
 :mod:`~course_lib.grading._state` (the instruments captured at import, and the tampering
 check), :mod:`~course_lib.grading._values` (:func:`assert_same` and value comparison),
 :mod:`~course_lib.grading._speed` (speed-ups, the clock cross-check, the interval and
@@ -108,6 +108,10 @@ from course_lib.grading._parallel import parallel_points
 from course_lib.grading._speed import assert_speedup, measured_speedup, speedup_points
 from course_lib.grading._values import assert_same
 from course_lib.grading._warm import first_call_seconds, warm_call_seconds
+from course_lib.grading import _parallel, _speed, _state, _warm
+
+# The modules that time with the captured clock, checked by every measurement (see _state).
+_state._watch_clock_readers(_speed, _parallel, _warm)
 
 __all__ = [
     "GradingError",

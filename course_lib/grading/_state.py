@@ -40,7 +40,7 @@ __all__ = [
     "_available_cores", "_compare", "_CPUS", "_deepcopy", "_default_rng", "_exponent", "_ExternalSampler",
     "_fmt_bytes", "_limit_threads", "_monotonic_ns", "_peak", "_perf_counter", "_process_time",
     "_raise_if_tampered", "_sampling_available", "_tampering_problems", "_thread_settings", "_thread_time",
-    "_tm_get", "_tm_is_tracing", "_tm_start", "_tm_stop", "_urandom",
+    "_tm_get", "_tm_is_tracing", "_tm_start", "_tm_stop", "_urandom", "_watch_clock_readers",
 ]
 
 
@@ -91,6 +91,13 @@ _CODES = {
 }
 _MISSING = object()
 
+# The package's own modules that time with the perf_counter captured here, each under the
+# name _perf_counter as in timing and complexity. The package's __init__ names them once all
+# are imported (before student code runs); _tampering_problems compares each, as it compares
+# timing's and complexity's, with this module's: rebinding the clock in any of them is
+# reported, as rebinding the one module's _perf_counter was before the package was split.
+_CLOCK_READERS: list[types.ModuleType] = []
+
 
 def _raise_if_tampered() -> None:
     problems = _tampering_problems()
@@ -130,10 +137,15 @@ def _tampering_problems() -> list[str]:
     swapped = [f"{mod}.{name}" for (mod, name), (fn, code) in _CODES.items() if fn.__code__ is not code]
     if swapped:
         problems.append(f"the code of {swapped[0]} was replaced")
-    for module in (timing, complexity):
+    for module in (timing, complexity, *_CLOCK_READERS):
         if vars(module).get("_perf_counter") is not _perf_counter:
             problems.append(f"{module.__name__} measures with a clock other than time.perf_counter")
     return problems
+
+
+def _watch_clock_readers(*modules: types.ModuleType) -> None:
+    """Have :func:`_tampering_problems` check that each of ``modules`` still times with the captured clock."""
+    _CLOCK_READERS.extend(modules)
 
 
 def _is_builtin(fn: Any, name: str, module: str) -> bool:
