@@ -35,6 +35,8 @@ from collections.abc import Callable
 from typing import Any
 
 from course_lib import grading
+from course_lib._numba_report import prange_loops
+from course_lib.grading import _checks, _memory, _parallel, _speed, _state
 
 __all__ = ["preview_speedup", "preview_parallel", "preview_peak_memory", "preview_scaling"]
 
@@ -89,7 +91,7 @@ def preview_speedup(
     ValueError: give either at_least (all or nothing) or full_at, zero_at and points (partial credit), not both
     """
     thresholds = _thresholds(at_least, full_at, zero_at, points)
-    settings = grading._speed_settings(budget, margin, 1e-3, 3, None, None, 1e-9, 0.0, threads)
+    settings = _speed._speed_settings(budget, margin, 1e-3, 3, None, None, 1e-9, 0.0, threads)
     if os.environ.get("NBGRADER_EXECUTION") == "autograde":
         return None
     print(_preview(candidate, baseline, make_args, settings, thresholds))
@@ -128,18 +130,18 @@ def preview_parallel(
         return None
     names = f"{_name(candidate)} on {workers} workers against 1"
     try:
-        settings = grading._parallel_settings(workers, full_at, zero_at, points, budget, 1.1, 1.25, 1e-9, 0.0,
-                                              margin, 0.02, 3)
-        decision = grading._Decision(full_at=full_at, zero_at=zero_at, points=points, margin=margin)
-        with grading._grading_session():
+        settings = _parallel._parallel_settings(workers, full_at, zero_at, points, budget, 1.1, 1.25, 1e-9,
+                                                0.0, margin, 0.02, 3)
+        decision = _speed._Decision(full_at=full_at, zero_at=zero_at, points=points, margin=margin)
+        with _checks._grading_session():
             try:
-                result = grading._measure_parallel(candidate, reference, make_args, settings, decision)
-            except grading._NoParallelPoints as exc:
+                result = _parallel._measure_parallel(candidate, reference, make_args, settings, decision)
+            except _parallel._NoParallelPoints as exc:
                 print(f"{_HEADING}: {names}: {exc}: on this measurement 0 of {points:g} points.")
                 return None
         if compiled is not None:
-            grading._require_prange(grading.prange_loops(compiled), _name(compiled))
-        earned = grading._parallel_points_for(result, settings)
+            _parallel._require_prange(prange_loops(compiled), _name(compiled))
+        earned = _parallel._parallel_points_for(result, settings)
     except grading.UnreliableMeasurement as exc:
         print(f"{_HEADING}: {names}: not measured: {exc}")
         return None
@@ -172,20 +174,20 @@ def preview_peak_memory(fn: Callable[..., Any], full_at: int | str, zero_at: int
     <lambda>: peak traced memory 2.0 MB.
     The graded test gives 2 points up to 1.0 MB and none from 4.0 MB (on a log scale in between): on this measurement 1 of 2 points.
     """
-    full, zero = grading._memory_thresholds(full_at, zero_at, points)
+    full, zero = _memory._memory_thresholds(full_at, zero_at, points)
     if os.environ.get("NBGRADER_EXECUTION") == "autograde":
         return None
     heading, names = _MEMORY_HEADING, _name(fn)
     try:
-        with grading._grading_session():
-            measured = grading._traced_peak(fn, args, kwargs)
+        with _checks._grading_session():
+            measured = _memory._traced_peak(fn, args, kwargs)
     except grading.GradingError as exc:  # the function raised, or tampering: the graded test fails too
         print(f"{heading}: {names}: not measured: {_first_line(str(exc))}")
         return None
-    earned = grading._log_share_points(float(measured), full, zero, float(points))
-    print(f"{heading}:\n{names}: peak traced memory {grading._fmt_bytes(measured)}.\n"
-          f"The graded test gives {points:g} points up to {grading._fmt_bytes(int(full))} and none from "
-          f"{grading._fmt_bytes(int(zero))} (on a log scale in between): on this measurement {earned:g} of "
+    earned = _memory._log_share_points(float(measured), full, zero, float(points))
+    print(f"{heading}:\n{names}: peak traced memory {_state._fmt_bytes(measured)}.\n"
+          f"The graded test gives {points:g} points up to {_state._fmt_bytes(int(full))} and none from "
+          f"{_state._fmt_bytes(int(zero))} (on a log scale in between): on this measurement {earned:g} of "
           f"{points:g} points.")
     return None
 
@@ -206,14 +208,14 @@ def preview_scaling(fn: Callable[[Any], Any], make_input: Callable[[int], Any], 
     >>> preview_scaling(sorted, lambda n: list(range(n, 0, -1)), [1_000, 2_000], 1.5, 1.8, 3)
     >>> del os.environ["NBGRADER_EXECUTION"]
     """
-    sizes = grading._check_sizes(sizes)
-    grading._check_points_thresholds(full_at, zero_at, points, increasing=False)
+    sizes = _checks._check_sizes(sizes)
+    _memory._check_points_thresholds(full_at, zero_at, points, increasing=False)
     if os.environ.get("NBGRADER_EXECUTION") == "autograde":
         return None
     heading, names = _SCALING_HEADING, _name(fn)
     try:
-        with grading._grading_session():
-            fit, _ = grading._fitted_exponent(fn, make_input, sizes, budget, 1e-3)
+        with _checks._grading_session():
+            fit, _ = _memory._fitted_exponent(fn, make_input, sizes, budget, 1e-3)
     except grading.UnreliableMeasurement as exc:
         print(f"{heading}: {names}: not measured: {_first_line(str(exc))}")
         return None
@@ -224,7 +226,7 @@ def preview_scaling(fn: Callable[[Any], Any], make_input: Callable[[int], Any], 
         message = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
         print(f"{heading}: {names}: not measured: it raised {message.splitlines()[0]}")
         return None
-    earned = grading._exponent_points(fit.slope, full_at, zero_at, points, margin)
+    earned = _memory._exponent_points(fit.slope, full_at, zero_at, points, margin)
     print(f"{heading}:\n{names}: fitted exponent {fit.slope:.2f} ({fit.verdict}), n = {sizes[0]:,} to "
           f"{sizes[-1]:,}, CPU time.\nThe graded test gives {points:g} points up to an exponent of {full_at:g} "
           f"(a measured {full_at + margin:.2f} earns them) and none from {zero_at:g} (a measured "
@@ -243,11 +245,11 @@ def _thresholds(at_least: float | None, full_at: float | None, zero_at: float | 
                 points: float | None) -> tuple[float, ...]:
     partial = (full_at, zero_at, points)
     if at_least is not None and all(x is None for x in partial):
-        grading._check_number(at_least, "at_least", positive=True)
+        _checks._check_number(at_least, "at_least", positive=True)
         return (float(at_least),)
     if at_least is None and all(x is not None for x in partial):
         for value, name in zip(partial, ("full_at", "zero_at", "points")):
-            grading._check_number(value, name, positive=True)
+            _checks._check_number(value, name, positive=True)
         if not zero_at < full_at:
             raise ValueError(f"zero_at must be below full_at, got zero_at={zero_at!r}, full_at={full_at!r}")
         return float(full_at), float(zero_at), float(points)
@@ -260,14 +262,14 @@ def _preview(candidate: Callable[..., Any], baseline: Callable[..., Any],
     names = f"{_name(candidate)} against {_name(baseline)}"
     needed = [t * (1.0 - settings.margin) for t in thresholds[:2]]
     if len(thresholds) == 1:
-        decision = grading._Decision(passes_at=needed[0])
+        decision = _speed._Decision(passes_at=needed[0])
     else:
-        decision = grading._Decision(full_at=thresholds[0], zero_at=thresholds[1], points=thresholds[2],
-                                     margin=settings.margin)
+        decision = _speed._Decision(full_at=thresholds[0], zero_at=thresholds[1], points=thresholds[2],
+                                    margin=settings.margin)
     try:
-        with grading._grading_session():
-            result = grading._measure_speedup(candidate, baseline, make_args, settings,
-                                              fastest=thresholds[0], decision=decision)
+        with _checks._grading_session():
+            result = _speed._measure_speedup(candidate, baseline, make_args, settings,
+                                             fastest=thresholds[0], decision=decision)
     except grading.UnreliableMeasurement as exc:
         return f"{_HEADING}: {names}: not measured: {exc}"
     except grading.GradingError as exc:  # a wrong result, or tampering: the graded test fails too
@@ -275,14 +277,14 @@ def _preview(candidate: Callable[..., Any], baseline: Callable[..., Any],
     except Exception as exc:  # the student's code raised: say so, never a traceback
         message = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
         return f"{_HEADING}: {names}: not measured: it raised {message.splitlines()[0]}"
-    measured = f"{names}: {grading._fmt_ratio(result.ratio)}x ({result.describe()})."
+    measured = f"{names}: {_checks._fmt_ratio(result.ratio)}x ({result.describe()})."
     if len(thresholds) == 1:
         verdict = ("would pass" if result.ratio >= needed[0] else "would not pass")
         rule = (f"The graded test needs {thresholds[0]:g}x (a measured "
-                f"{grading._fmt_ratio(needed[0])}x passes): on this measurement it {verdict}.")
+                f"{_checks._fmt_ratio(needed[0])}x passes): on this measurement it {verdict}.")
     else:
         full_at, zero_at, points = thresholds
-        earned = grading._points_for(result.ratio, full_at, zero_at, points, settings.margin)
+        earned = _speed._points_for(result.ratio, full_at, zero_at, points, settings.margin)
         rule = (f"The graded test gives {points:g} points from {full_at:g}x and none at {zero_at:g}x or "
                 f"below: on this measurement {earned:g} of {points:g} points.")
     return f"{_HEADING}:\n{measured}\n{rule}"

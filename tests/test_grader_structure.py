@@ -1,4 +1,4 @@
-"""The grader package's shape: no module imports, however lazily, one that imports it back.
+"""The shape of the grader and grading packages: no module imports, however lazily, one that imports it back.
 
 Every ``import`` in every module of :mod:`course_lib.grader` is read from its source with
 :mod:`ast`, at module level and inside functions and classes alike: an import deferred into
@@ -14,8 +14,11 @@ import textwrap
 from pathlib import Path
 
 import course_lib.grader
+import course_lib.grading
 
 PACKAGE = "course_lib.grader"
+GRADING = "course_lib.grading"
+GRADING_FOLDER = Path(course_lib.grading.__file__).parent
 
 
 def import_graph(folder: Path, package: str) -> dict[str, set[str]]:
@@ -106,6 +109,62 @@ def test_the_grader_package_has_no_import_circle():
     assert not found, "import circles in course_lib.grader (function-level imports included):\n" + "\n".join(
         f"{' -> '.join(_shortest_circle(graph, group))}  (these import one another: {', '.join(group)})"
         for group in found)
+
+
+def test_the_grading_package_has_no_import_circle():
+    graph = import_graph(GRADING_FOLDER, GRADING)
+    assert set(graph) == {"_checks", "_errors", "_memory", "_parallel", "_speed", "_state", "_values", "_warm"}
+    assert not tangles(graph), f"import circles in {GRADING}: {circles(graph)}"
+
+
+def test_no_grading_module_imports_the_package_itself():
+    # __init__ imports every module for its public names: a module that imported it back
+    # (``from course_lib.grading import assert_same``, ``from course_lib import grading``)
+    # would close a circle that import_graph, which sees modules only, cannot see.
+    modules = {p.stem for p in GRADING_FOLDER.glob("*.py") if p.stem != "__init__"}
+    found = []
+    for name in sorted(modules):
+        for node in ast.walk(ast.parse((GRADING_FOLDER / f"{name}.py").read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found += [f"{name}: import {a.name}" for a in node.names if a.name == GRADING]
+            elif isinstance(node, ast.ImportFrom):
+                base = GRADING if node.level == 1 and not node.module else (node.module or "")
+                if base == GRADING:
+                    found += [f"{name}: from {base} import {a.name}" for a in node.names if a.name not in modules]
+                elif base == "course_lib":
+                    found += [f"{name}: from course_lib import grading" for a in node.names if a.name == "grading"]
+    assert found == []
+
+
+def test_each_grading_module_lists_what_the_others_take_from_it():
+    # A module's __all__ is its interface: the names the facade and the sibling modules import
+    # from it are all listed there, and everything listed exists.
+    import importlib
+
+    modules = {p.stem for p in GRADING_FOLDER.glob("*.py")}
+    taken: dict[str, set[str]] = {name: set() for name in modules}
+    for name in modules:
+        for node in ast.walk(ast.parse((GRADING_FOLDER / f"{name}.py").read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(GRADING + "."):
+                taken[node.module.split(".")[2]].update(a.name for a in node.names)
+    for name in sorted(modules - {"__init__"}):
+        listed = importlib.import_module(f"{GRADING}.{name}").__all__
+        assert taken[name] <= set(listed), f"{name} does not list {sorted(taken[name] - set(listed))}"
+        assert all(hasattr(importlib.import_module(f"{GRADING}.{name}"), n) for n in listed), name
+
+
+def test_only_the_state_module_reads_the_clocks_and_tracemalloc():
+    # Every other module of course_lib.grading measures with the functions _state captured at
+    # import, before student code ran: one that imported time or tracemalloc itself could call
+    # a clock the notebook has since rebound.
+    importers = set()
+    for path in GRADING_FOLDER.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            if {"time", "tracemalloc"} & set(names):
+                importers.add(path.stem)
+    assert importers == {"_state"}
 
 
 def test_the_reader_sees_lazy_relative_and_package_imports(tmp_path):

@@ -319,7 +319,7 @@ def test_wrong_candidate_fails_before_any_timing(monkeypatch):
     def no_timing(*args, **kwargs):
         raise AssertionError("timing started although the result was wrong")
 
-    monkeypatch.setattr(grading, "_compare", no_timing)
+    monkeypatch.setattr(grading._speed, "_compare", no_timing)
     with pytest.raises(GradingError, match=r"Wrong result on fresh input 1 of 3 \(checked before any timing\): result: got \d+, expected \d+"):
         assert_speedup(count_wrong, count_in_list, make_args, at_least=10, budget=BUDGET)
 
@@ -392,7 +392,7 @@ def test_points_refuse_wrong_results():
     [(1.0, 0.0), (1.8, 0.0), (9.0, 2.0), (45.0, 4.0), (1000.0, 4.0), (math.nan, 0.0)],
 )
 def test_points_are_linear_in_log_speedup_after_margin(ratio, expected):
-    assert grading._points_for(ratio, full_at=50, zero_at=2, points=4, margin=0.1) == expected
+    assert grading._speed._points_for(ratio, full_at=50, zero_at=2, points=4, margin=0.1) == expected
 
 
 # --- tricks --------------------------------------------------------------------------------
@@ -430,18 +430,40 @@ def test_replacing_timing_internals_is_detected(monkeypatch):
         assert_speedup(count_in_set, count_in_list, make_args, at_least=10, budget=BUDGET)
 
 
+@pytest.mark.parametrize("module", ["_state", "_speed", "_parallel", "_warm"])
+def test_rebinding_the_clock_of_a_grading_module_is_detected(monkeypatch, module):
+    # Each module of the package that times with the captured perf_counter is compared with
+    # it, as the single grading module's _perf_counter was before the package was split.
+    monkeypatch.setattr(getattr(grading, module), "_perf_counter", lambda: 0.0)
+    with pytest.raises(TamperingDetected, match="measures with a clock other than time.perf_counter"):
+        assert_speedup(count_in_set, count_in_list, make_args, at_least=10, budget=BUDGET)
+
+
+def test_every_grading_module_that_times_with_the_clock_is_watched():
+    holders = {name for name, module in sys.modules.items()
+               if name.startswith("course_lib.grading.") and "_perf_counter" in vars(module)}
+    watched = {module.__name__ for module in grading._state._CLOCK_READERS}
+    assert holders == watched | {"course_lib.grading._state"} and len(watched) == len(grading._state._CLOCK_READERS)
+
+
+def _no_identity_checks(monkeypatch):
+    """Switch off the identity checks: at the start and end of a measurement, and in its runaway guard."""
+    monkeypatch.setattr(grading._state, "_tampering_problems", lambda: [])  # read by _raise_if_tampered
+    monkeypatch.setattr(grading._speed, "_tampering_problems", lambda: [])  # read by _RunawayGuard
+
+
 def test_scaled_clock_is_caught_by_the_independent_clock(monkeypatch):
     # Switch off the identity checks so that only the cross-check with
     # time.monotonic_ns stands between a scaled clock and a verdict.
     real = time.perf_counter
-    monkeypatch.setattr(grading, "_tampering_problems", lambda: [])
+    _no_identity_checks(monkeypatch)
     monkeypatch.setattr(timing, "_perf_counter", lambda: real() * 5.0)
     with pytest.raises(TamperingDetected, match="clock was tampered with"):
         assert_speedup(count_in_set, count_in_list, make_args, at_least=10, budget=BUDGET)
 
 
 def test_stopped_clock_cannot_make_the_measurement_run_forever(monkeypatch):
-    monkeypatch.setattr(grading, "_tampering_problems", lambda: [])
+    _no_identity_checks(monkeypatch)
     monkeypatch.setattr(timing, "_perf_counter", lambda: 1.0)
     started = time.monotonic()
     with pytest.raises(TamperingDetected, match="far beyond the measurement's budget"):
@@ -670,8 +692,8 @@ def test_scaling_detects_a_reassigned_clock(monkeypatch):
 
 def test_scaling_cross_checks_cpu_time_with_independent_clocks(monkeypatch):
     real = time.process_time
-    monkeypatch.setattr(grading, "_tampering_problems", lambda: [])
-    monkeypatch.setattr(grading, "_process_time", lambda: real() * 10.0)
+    monkeypatch.setattr(grading._state, "_tampering_problems", lambda: [])  # the scaling path's only reader
+    monkeypatch.setattr(grading._memory, "_process_time", lambda: real() * 10.0)
     with pytest.raises(TamperingDetected, match="clock was tampered with"):
         assert_scaling(linear, make_list, [50_000, 100_000, 200_000], max_exponent=1.5, budget=0.02)
 
@@ -693,7 +715,7 @@ def test_exception_hierarchy_lets_nbgrader_and_the_cli_tell_them_apart():
 
 
 def test_no_tampering_reported_in_a_clean_process():
-    assert grading._tampering_problems() == []
+    assert grading._state._tampering_problems() == []
 
 
 # --- types that equality alone would merge ---------------------------------------------------
@@ -778,10 +800,10 @@ def test_a_slowed_down_one_worker_run_counts_no_slower_than_the_reference():
             time.sleep(0.1)
         return threaded_total(seed, n_chunks, n, workers)
 
-    settings = grading._parallel_settings(2, 1.3, 1.1, 4, 1.0, 1.1, 1.25, 1e-9, 0.0, 0.1, 0.02, 3)
-    with grading._grading_session():
-        result = grading._measure_parallel(sandbagged, serial_total, make_job, settings,
-                                           grading._Decision(full_at=1.3, zero_at=1.1, points=4))
+    settings = grading._parallel._parallel_settings(2, 1.3, 1.1, 4, 1.0, 1.1, 1.25, 1e-9, 0.0, 0.1, 0.02, 3)
+    with grading._checks._grading_session():
+        result = grading._parallel._measure_parallel(sandbagged, serial_total, make_job, settings,
+                                                     grading._speed._Decision(full_at=1.3, zero_at=1.1, points=4))
     assert result.one_seconds > 2 * result.reference_seconds
     assert result.ratio <= 1.1 * result.reference_seconds / result.many_seconds * 1.2
 
@@ -893,7 +915,7 @@ def test_scaling_points_full_for_linear_and_none_for_quadratic(capfd):
 @pytest.mark.parametrize("slope, expected", [(1.0, 3.0), (1.6, 3.0), (1.75, 1.5), (1.9, 0.0), (2.0, 0.0),
                                              (float("nan"), 0.0)])
 def test_scaling_points_are_linear_in_the_exponent_after_margin(slope, expected):
-    assert grading._exponent_points(slope, full_at=1.5, zero_at=1.8, points=3, margin=0.1) == expected
+    assert grading._memory._exponent_points(slope, full_at=1.5, zero_at=1.8, points=3, margin=0.1) == expected
 
 
 def test_scaling_points_refuse_what_assert_scaling_refuses(monkeypatch):
@@ -912,16 +934,16 @@ def test_the_kernel_takes_a_short_reading_while_autograding(monkeypatch):
     # While nbgrader autogrades, the stored speed verdict is the verifier's: each cell is
     # timed in full once, outside the kernel; the kernel reads its correctness calls' times.
     timed = []
-    real = grading._timed_comparison
-    monkeypatch.setattr(grading, "_timed_comparison", lambda *a: timed.append(1) or real(*a))
+    real = grading._speed._timed_comparison
+    monkeypatch.setattr(grading._speed, "_timed_comparison", lambda *a: timed.append(1) or real(*a))
     make_args = lambda: (np.random.default_rng().random(200_000),)  # noqa: E731
     slow = lambda x: float(np.sort(x).sum())  # noqa: E731
-    settings = grading._speed_settings(0.2, 0.1, 1e-4, 3, None, None, 1e-9, 0.0)
-    decision = grading._Decision(full_at=2, zero_at=1.2, points=1)
-    with grading._grading_session():
-        full = grading._measure_speedup(lambda x: float(x.sum()), slow, make_args, settings, 2.0, decision)
+    settings = grading._speed._speed_settings(0.2, 0.1, 1e-4, 3, None, None, 1e-9, 0.0)
+    decision = grading._speed._Decision(full_at=2, zero_at=1.2, points=1)
+    with grading._checks._grading_session():
+        full = grading._speed._measure_speedup(lambda x: float(x.sum()), slow, make_args, settings, 2.0, decision)
         monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
-        quick = grading._measure_speedup(lambda x: float(x.sum()), slow, make_args, settings, 2.0, decision)
+        quick = grading._speed._measure_speedup(lambda x: float(x.sum()), slow, make_args, settings, 2.0, decision)
     assert len(timed) >= 1 and full.rounds >= 6
     assert len(timed) == full.measurements and quick.rounds == 0 and quick.ratio > 2
     assert "a short reading in your kernel while graded" in quick.describe()

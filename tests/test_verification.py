@@ -16,8 +16,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from course_lib import grading
 from course_lib.grader import verification
+from course_lib.grading import _speed
 from course_lib.grader.verification import CellVerdict, VerificationFailed, is_performance_cell, verify_notebook
 
 pytestmark = pytest.mark.timeout(300)
@@ -127,9 +127,9 @@ def test_readings_that_never_settle_store_the_best_one_flagged():
     (60.0, 90.0, True),      # 2.4 points apart
 ])
 def test_a_reading_is_decided_when_its_ends_earn_nearly_the_same_points(low, high, undecided):
-    decision = grading._Decision(full_at=100, zero_at=60, points=4)
+    decision = _speed._Decision(full_at=100, zero_at=60, points=4)
     assert decision.undecided(low, high) is undecided
-    assert grading._Decision(passes_at=9.0).undecided(8.0, 10.0) and not grading._Decision(passes_at=9.0).undecided(9.5, 12)
+    assert _speed._Decision(passes_at=9.0).undecided(8.0, 10.0) and not _speed._Decision(passes_at=9.0).undecided(9.5, 12)
 
 
 MEASURED_TEST = """\
@@ -187,8 +187,8 @@ def test_partial_credit_is_computed_from_the_measurement(tmp_path):
 @pytest.mark.parametrize("trick", [
     # the helper the test calls, rebound in the answer cell
     "\n\ndef assert_speedup(*args, **kwargs):\n    return None\n",
-    # the grading module's own measurement, patched
-    "\n\nimport course_lib.grading as g\n"
+    # the grading package's own measurement, patched where assert_speedup reads it
+    "\n\nimport course_lib.grading._speed as g\n"
     "g._measure_speedup = lambda *a, **k: g._SpeedResult(50.0, 45.0, 55.0, 20, 0.05, 0.001, 1)\n",
     # a clock that runs at a hundredth of the speed
     "\n\nimport time\n_real = time.perf_counter\ntime.perf_counter = lambda: _real() / 100\n",

@@ -12,7 +12,7 @@ runs it, and of that process's children, from ``/proc`` (:class:`course_lib._con
 the student's code cannot reach those accounts. A call's time is its wall time less the
 least any of its working threads waited for a core, exactly as in the kernel, and the
 rounds, the verdict and its wording are the kernel's own functions
-(``grading._parallel_rounds``, ``_parallel_result``, ``_parallel_points_for``).
+(``grading._parallel._parallel_rounds``, ``_parallel_result``, ``_parallel_points_for``).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def remote_parallel_points(candidate: Any, reference: Callable, make_args: Calla
     """(points, what was measured, the speed-up or None, decided) for ``candidate``, a ``_Remote``.
 
     ``decided`` is False when the speed-up's interval was too wide to grade on
-    (``grading._Decision``): the verifier measures the cell again later.
+    (``grading._speed._Decision``): the verifier measures the cell again later.
 
     ``compiled``, the student's Numba kernel (a ``_Remote`` too), is looked up in the
     worker, where it was compiled: Numba's report on it is read there.
@@ -48,16 +48,17 @@ def remote_parallel_points(candidate: Any, reference: Callable, make_args: Calla
     ``UnreliableMeasurement``), and ``StudentCodeError`` when the worker fails.
     """
     from course_lib import grading, timing
+    from course_lib.grading import _parallel, _speed
 
-    settings = grading._parallel_settings(workers, full_at, zero_at, points, budget, within, min_concurrency,
-                                          rtol, atol, margin, min_call_seconds, checks)
-    decision = grading._Decision(full_at=full_at, zero_at=zero_at, points=points, margin=margin)
+    settings = _parallel._parallel_settings(workers, full_at, zero_at, points, budget, within, min_concurrency,
+                                            rtol, atol, margin, min_call_seconds, checks)
+    decision = _speed._Decision(full_at=full_at, zero_at=zero_at, points=points, margin=margin)
     worker = candidate.worker
     with timing.limit_threads(settings.workers) as threads:
         pools = worker.set_threads(threads)
         try:
             result = _measure(candidate, reference, make_args, settings, decision, pools)
-        except grading._NoParallelPoints as exc:
+        except _parallel._NoParallelPoints as exc:
             return 0.0, f"measured outside your kernel: {exc}", None, True
     decided = not decision.undecided(result.low, result.high)
     described = f"measured outside your kernel: {result.describe()}"
@@ -68,8 +69,8 @@ def remote_parallel_points(candidate: Any, reference: Callable, make_args: Calla
             loops = compiled.worker.request("prange", compiled.name)
             if loops is not None and (isinstance(loops, bool) or not isinstance(loops, int)):
                 raise v.StudentCodeError("the worker sent a malformed report")
-            grading._require_prange(loops, compiled.name)
-        earned = grading._parallel_points_for(result, settings)
+            _parallel._require_prange(loops, compiled.name)
+        earned = _parallel._parallel_points_for(result, settings)
     except grading.GradingError as exc:
         raise grading.GradingError(f"{exc} (measured outside your kernel)") from None
     return earned, described, result.ratio, decided
@@ -78,6 +79,7 @@ def remote_parallel_points(candidate: Any, reference: Callable, make_args: Calla
 def _measure(candidate: Any, reference: Callable, make_args: Callable, settings: Any,
              decision: Any, pools: str) -> Any:
     from course_lib import grading
+    from course_lib.grading import _checks, _parallel, _values
 
     worker = candidate.worker
     workers = settings.workers
@@ -89,19 +91,19 @@ def _measure(candidate: Any, reference: Callable, make_args: Callable, settings:
     signature: tuple = ()
     estimates = []
     for k in range(1, settings.checks + 1):
-        args = grading._fresh_args(make_args)
+        args = _checks._fresh_args(make_args)
         t_ref, (expected,) = v._timed_reference(reference, [args], worker)
         t_many, many, _ = student((*args, workers))
-        grading._check_parallel_result(many, expected, settings, f"with {workers} workers on fresh input {k} "
-                                       f"of {settings.checks}, checked outside your kernel")
+        _parallel._check_parallel_result(many, expected, settings, f"with {workers} workers on fresh input {k} "
+                                         f"of {settings.checks}, checked outside your kernel")
         if k == 1:
-            grading._raise_if_hopeless(t_ref, t_many, settings)
+            _parallel._raise_if_hopeless(t_ref, t_many, settings)
         t_one, one, _ = student((*args, 1))
-        grading._check_parallel_result(one, expected, settings, f"with 1 worker on fresh input {k} of "
-                                       f"{settings.checks}, checked outside your kernel")
-        grading._check_identical(many, one, workers, k)
+        _parallel._check_parallel_result(one, expected, settings, f"with 1 worker on fresh input {k} of "
+                                         f"{settings.checks}, checked outside your kernel")
+        _parallel._check_identical(many, one, workers, k)
         estimates.append(t_one)
-        signature = grading._signature(expected)
+        signature = _values._signature(expected)
     one_estimate = min(estimates[1:])
     if one_estimate / settings.full_at < settings.min_call_seconds:
         raise grading.UnreliableMeasurement(
@@ -113,7 +115,7 @@ def _measure(candidate: Any, reference: Callable, make_args: Callable, settings:
     process = v._ReferenceProcess(reference)
     try:
         def one_round(i: int) -> Any:
-            shared, other = grading._fresh_args(make_args), grading._fresh_args(make_args)
+            shared, other = _checks._fresh_args(make_args), _checks._fresh_args(make_args)
             sides = ("reference", "one", "many") if i % 2 == 0 else ("many", "one", "reference")
             seconds, results, usage = {}, {}, {}
             for side in sides:
@@ -127,25 +129,25 @@ def _measure(candidate: Any, reference: Callable, make_args: Callable, settings:
                     seconds[side], results[side], usage[side] = student(
                         (*shared, 1) if side == "one" else (*other, workers))
             for side in ("one", "many"):
-                if settings.tolerance.check_dtype and grading._signature(results[side]) != signature:
+                if settings.tolerance.check_dtype and _values._signature(results[side]) != signature:
                     raise grading.GradingError(
                         f"Wrong result in timed round {i + 1}, measured outside your kernel: expected "
-                        f"{grading._describe_signature(signature)}, got "
-                        f"{grading._describe_signature(grading._signature(results[side]))}")
-            grading._check_parallel_result(results["one"], results["reference"], settings,
-                                           f"with 1 worker in timed round {i + 1}, checked outside your kernel")
-            grading._check_parallel_result(results["many"], reference(*other), settings,
-                                           f"with {workers} workers in timed round {i + 1}, checked outside "
-                                           "your kernel")
+                        f"{_values._describe_signature(signature)}, got "
+                        f"{_values._describe_signature(_values._signature(results[side]))}")
+            _parallel._check_parallel_result(results["one"], results["reference"], settings,
+                                             f"with 1 worker in timed round {i + 1}, checked outside your kernel")
+            _parallel._check_parallel_result(results["many"], reference(*other), settings,
+                                             f"with {workers} workers in timed round {i + 1}, checked outside "
+                                             "your kernel")
             many = usage["many"]
-            return grading._ParallelRound(seconds["reference"], seconds["one"], seconds["many"],
-                                          many.concurrency, many.workers,
-                                          many.waited / many.wall if many.wall > 0 else 0.0)
+            return _parallel._ParallelRound(seconds["reference"], seconds["one"], seconds["many"],
+                                            many.concurrency, many.workers,
+                                            many.waited / many.wall if many.wall > 0 else 0.0)
 
-        rounds = grading._parallel_rounds(one_round, settings, decision)
+        rounds = _parallel._parallel_rounds(one_round, settings, decision)
     finally:
         process.close()
-    return grading._parallel_result(rounds, settings, pools)
+    return _parallel._parallel_result(rounds, settings, pools)
 
 
 def _worker_call(worker: Any, name: str, args: tuple) -> tuple[float, Any, _concurrency.Usage]:

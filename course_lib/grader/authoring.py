@@ -111,7 +111,7 @@ class Thresholds:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
         if name in ("limit", "full_at", "zero_at") and isinstance(value, str):  # memory: "20 MB"
-            from course_lib.grading import _parse_bytes
+            from course_lib.grading._checks import _parse_bytes
 
             with contextlib.suppress(ValueError, TypeError):
                 return float(_parse_bytes(value))
@@ -771,7 +771,7 @@ def _measured_value(kind: str, measured: float | None, detail: str) -> float | N
         match = (re.search(r"counted ([0-9.]+ ?[kMGT]?i?B)", detail)
                  or re.search(r"peak traced memory ([0-9.]+ ?[kMGT]?i?B)", detail))
         if match:
-            from course_lib.grading import _parse_bytes
+            from course_lib.grading._checks import _parse_bytes
 
             with contextlib.suppress(ValueError, TypeError):
                 return float(_parse_bytes(match.group(1)))
@@ -846,7 +846,7 @@ def _show_value(kind: str) -> Callable[[float], str]:
     if kind == "speed":
         return lambda v: f"{v:.3g}x"
     if kind == "memory":
-        from course_lib.grading import _fmt_bytes
+        from course_lib.grading._state import _fmt_bytes
 
         return lambda v: _fmt_bytes(int(v))
     return lambda v: f"{v:.2f}"
@@ -899,7 +899,7 @@ def _advice(cell: CellCalibration) -> list[str]:
                 said = f"the limit {t.values[name]!r}" if name == "limit" else f"full_at={t.values[name]!r}"
                 lines.append(f"margin: {said} is {limit / worst:.2g} times the "
                              f"reference's largest peak (the project keeps about {MARGIN:g})")
-        from course_lib.grading import _fmt_bytes
+        from course_lib.grading._state import _fmt_bytes
 
         lines.append(f"suggested: limit about {_fmt_bytes(int(_nice(worst * MARGIN)))} ({MARGIN:g}x the largest peak)")
     else:
@@ -943,7 +943,7 @@ def _numbers(source: object) -> list[int]:
 
 
 def _seconds(x: float) -> str:
-    from course_lib.grading import _fmt_seconds
+    from course_lib.grading._checks import _fmt_seconds
 
     return _fmt_seconds(x)
 

@@ -617,7 +617,7 @@ def _count(text: str) -> int:
 
 
 def _bytes(text: str) -> int:
-    from course_lib.grading import _parse_bytes
+    from course_lib.grading._checks import _parse_bytes
 
     try:
         value = _parse_bytes(int(text) if text.strip().isdigit() else text)

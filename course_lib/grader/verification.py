@@ -699,10 +699,10 @@ class _Measured:
     """What an empty batch of that size costs through the same path (median), not subtracted."""
     threads: str = ""
     decided: bool = True
-    """False when the interval was still too wide to grade on (see ``grading._Decision``)."""
+    """False when the interval was still too wide to grade on (see ``grading._speed._Decision``)."""
 
     def describe(self) -> str:
-        from course_lib.grading import _cores_text
+        from course_lib.grading._checks import _cores_text
 
         share = self.path_seconds / max(self.candidate_seconds * self.batch, 1e-12)
         noisy = "" if self.decided else " (too wide to grade on: measured again later)"
@@ -734,7 +734,7 @@ def _spent(stage: str) -> Iterator[None]:
 
 _MEASUREMENTS: list[str] = []  # what the remote helpers measured in the current cell
 _RATIOS: list[float] = []      # and the speed-ups among it
-_UNDECIDED: list[str] = []     # readings in it too noisy to grade on (grading._Decision)
+_UNDECIDED: list[str] = []     # readings in it too noisy to grade on (grading._speed._Decision)
 _REFUSED: list[str] = []       # refusals (UnreliableMeasurement) raised in the current cell
 
 # Batches: each side's part of a round lasts at least this long, as compare's rounds do, so
@@ -762,15 +762,16 @@ def _staged_call(fn: _Remote, args: tuple, whole_sandbox: bool = False) -> tuple
 def _remote_correctness(candidate: _Remote, baseline: Callable, make_args: Callable, settings: Any) -> Any:
     """As in the kernel: ``checks`` fresh inputs agree, and the per-call estimate of each side.
 
-    The estimate is made exactly as :func:`course_lib.grading._check_correctness` makes it
+    The estimate is made exactly as :func:`course_lib.grading._speed._check_correctness` makes it
     (the fastest call after the first, which pays one-off costs such as Numba compiling),
     so the same refusal rule gets the same kind of figure on both sides.
     """
     from course_lib import grading
+    from course_lib.grading import _checks, _speed, _values
 
     base_t, cand_t, signature = [], [], ()
     for k in range(1, settings.checks + 1):
-        args = grading._fresh_args(make_args)
+        args = _checks._fresh_args(make_args)
         t_c, _, result = _staged_call(candidate, args)  # the verifier's originals stay pristine
         t_b, (expected,) = _timed_reference(baseline, [args], candidate.worker)
         problem = settings.comparator(result, expected)
@@ -779,8 +780,8 @@ def _remote_correctness(candidate: _Remote, baseline: Callable, make_args: Calla
                                        f"outside your kernel before any timing: {problem}")
         base_t.append(t_b)
         cand_t.append(t_c)
-        signature = grading._signature(expected)
-    return grading._Estimate(min(base_t[1:]), min(cand_t[1:]), signature)
+        signature = _values._signature(expected)
+    return _speed._Estimate(min(base_t[1:]), min(cand_t[1:]), signature)
 
 
 def _batch_sizes(estimate: Any, input_bytes: int) -> tuple[int, int]:
@@ -803,7 +804,8 @@ def _remote_speedup(candidate: _Remote, baseline: Callable, make_args: Callable,
     are checked on a sample drawn after they arrived (unpredictable to the worker), and the
     type and shape of every result is checked.
     """
-    from course_lib import grading, timing
+    from course_lib import timing
+    from course_lib.grading import _speed
 
     worker = candidate.worker
     with timing.limit_threads(settings.threads) as threads:
@@ -811,7 +813,7 @@ def _remote_speedup(candidate: _Remote, baseline: Callable, make_args: Callable,
         worker.warm_heap(timing._WARM_HEAP_MIB)  # freed memory stays mapped, as in compare
         try:
             estimate = _remote_correctness(candidate, baseline, make_args, settings)
-            grading._refuse_microseconds(estimate, fastest, settings.min_call_seconds)
+            _speed._refuse_microseconds(estimate, fastest, settings.min_call_seconds)
             reference = _ReferenceProcess(baseline)
             try:
                 return _remote_rounds(candidate, reference, baseline, make_args, settings, estimate,
@@ -824,10 +826,10 @@ def _remote_speedup(candidate: _Remote, baseline: Callable, make_args: Callable,
 
 def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: Callable, make_args: Callable,
                    settings: Any, estimate: Any, decision: Any, pools: str) -> _Measured:
-    from course_lib import grading
+    from course_lib.grading import _checks, _speed
 
     worker = candidate.worker
-    probe = grading._fresh_args(make_args)
+    probe = _checks._fresh_args(make_args)
     k_c, k_b = _batch_sizes(estimate, _pack(probe).nbytes)
     rng = __import__("numpy").random.default_rng(int.from_bytes(os.urandom(16), "little"))
     # Extra results checked per round, on top of the k_b the reference's batch checks.
@@ -841,7 +843,7 @@ def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: C
     target, started = _ROUNDS_BUDGET * settings.budget, time.perf_counter()
     spent = 0.0
     while True:
-        inputs = [grading._fresh_args(make_args) for _ in range(max(k_c, k_b))]
+        inputs = [_checks._fresh_args(make_args) for _ in range(max(k_c, k_b))]
         payload = _pack(inputs[:k_c])
         # The reference process receives the same bytes first: what that costs an honest
         # process is the yardstick for the worker's staging.
@@ -881,7 +883,7 @@ def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: C
         if rounds < _MIN_ROUNDS:
             continue
         if rounds >= _MAX_ROUNDS or spent >= target or wall >= _WALL_BUDGET * settings.budget:
-            low, ratio, high = grading._median_interval(ratios)
+            low, ratio, high = _speed._median_interval(ratios)
             close = decision.undecided(low, high)
             if (not close or spent >= 2 * target or rounds >= 2 * _MAX_ROUNDS
                     or wall >= 2 * _WALL_BUDGET * settings.budget):
@@ -893,16 +895,17 @@ def _check_batch(results: Any, expected: list, inputs: list, k_c: int, extra: in
                  baseline: Callable, estimate: Any, settings: Any, round_: int) -> None:
     """Every result's type and shape; the reference's inputs' results; a sample of the rest."""
     from course_lib import grading
+    from course_lib.grading import _values
 
     if not isinstance(results, list) or len(results) != k_c:
         raise StudentCodeError("the worker sent malformed results")
     if settings.default_check:
         for result in results:
-            if grading._signature(result) != estimate.signature:
+            if _values._signature(result) != estimate.signature:
                 raise grading.GradingError(
                     f"Wrong result in timed round {round_}, measured outside your kernel: expected "
-                    f"{grading._describe_signature(estimate.signature)}, got "
-                    f"{grading._describe_signature(grading._signature(result))}")
+                    f"{_values._describe_signature(estimate.signature)}, got "
+                    f"{_values._describe_signature(_values._signature(result))}")
     checked = list(zip(range(len(expected)), expected))
     if extra:
         for i in rng.choice(range(len(expected), k_c), size=extra, replace=False):
@@ -920,6 +923,7 @@ def _check_batch(results: Any, expected: list, inputs: list, k_c: int, extra: in
 def _install_remote_helpers() -> None:
     """Replace the measuring helpers of course_lib.grading, in this process only."""
     from course_lib import grading
+    from course_lib.grading import _checks, _memory, _speed, _state
 
     real = {name: getattr(grading, name) for name in
             ("assert_speedup", "speedup_points", "parallel_points", "assert_peak_memory_below", "assert_scaling",
@@ -932,11 +936,11 @@ def _install_remote_helpers() -> None:
                                           rtol=rtol, atol=atol, margin=margin,
                                           min_call_seconds=min_call_seconds, checks=checks,
                                           verify_budget=verify_budget, threads=threads)
-        settings = grading._speed_settings(budget, margin, min_call_seconds, checks, verify_budget, check,
-                                           rtol, atol, threads)
+        settings = _speed._speed_settings(budget, margin, min_call_seconds, checks, verify_budget, check,
+                                          rtol, atol, threads)
         needed = at_least * (1.0 - margin)
         measured = _remote_speedup(candidate, baseline, make_args, settings, at_least,
-                                   grading._Decision(passes_at=needed))
+                                   _speed._Decision(passes_at=needed))
         _record(measured)
         if not measured.ratio >= needed:
             raise grading.GradingError(f"Not fast enough: {measured.describe()}; this test needs "
@@ -950,24 +954,24 @@ def _install_remote_helpers() -> None:
                                           check=check, rtol=rtol, atol=atol, margin=margin,
                                           min_call_seconds=min_call_seconds, checks=checks,
                                           verify_budget=verify_budget, threads=threads)
-        settings = grading._speed_settings(budget, margin, min_call_seconds, checks, verify_budget, check,
-                                           rtol, atol, threads)
-        decision = grading._Decision(full_at=full_at, zero_at=zero_at, points=points, margin=margin)
+        settings = _speed._speed_settings(budget, margin, min_call_seconds, checks, verify_budget, check,
+                                          rtol, atol, threads)
+        decision = _speed._Decision(full_at=full_at, zero_at=zero_at, points=points, margin=margin)
         measured = _remote_speedup(candidate, baseline, make_args, settings, full_at, decision)
         _record(measured)
-        return grading._points_for(measured.ratio, full_at, zero_at, points, margin)
+        return _speed._points_for(measured.ratio, full_at, zero_at, points, margin)
 
     def assert_peak_memory_below(fn, limit, /, *args, **kwargs):
         if not isinstance(fn, _Remote):
             return real["assert_peak_memory_below"](fn, limit, *args, **kwargs)
-        limit_bytes = grading._parse_bytes(limit)
+        limit_bytes = _checks._parse_bytes(limit)
         traced, resident = _remote_peak(fn, args, kwargs)
         counted = _counted_peak(traced, resident)
         _MEASUREMENTS.append(f"measured outside your kernel: {_describe_peak(traced, resident, counted)}; limit "
-                             f"{grading._fmt_bytes(limit_bytes)}")
+                             f"{_state._fmt_bytes(limit_bytes)}")
         if counted >= limit_bytes:
             raise grading.GradingError(f"Too much memory: {_describe_peak(traced, resident, counted)}; the "
-                                       f"limit is {grading._fmt_bytes(limit_bytes)}")
+                                       f"limit is {_state._fmt_bytes(limit_bytes)}")
 
     def assert_scaling(fn, make_input, sizes, max_exponent, *, budget=0.2, margin=0.1, min_call_seconds=1e-3):
         if not isinstance(fn, _Remote):
@@ -997,26 +1001,26 @@ def _install_remote_helpers() -> None:
     def peak_memory_points(fn, full_at, zero_at, points, /, *args, **kwargs):
         if not isinstance(fn, _Remote):
             return real["peak_memory_points"](fn, full_at, zero_at, points, *args, **kwargs)
-        full, zero = grading._memory_thresholds(full_at, zero_at, points)
+        full, zero = _memory._memory_thresholds(full_at, zero_at, points)
         traced, resident = _remote_peak(fn, args, kwargs)
         # The figure assert_peak_memory_below compares with its limit, so full points here need
         # exactly what passing assert_peak_memory_below(fn, full_at) needs.
         counted = _counted_peak(traced, resident)
         _MEASUREMENTS.append(f"measured outside your kernel: {_describe_peak(traced, resident, counted)}; full "
-                             f"points up to {grading._fmt_bytes(int(full))}, none from "
-                             f"{grading._fmt_bytes(int(zero))}")
-        return grading._log_share_points(float(counted), full, zero, float(points))
+                             f"points up to {_state._fmt_bytes(int(full))}, none from "
+                             f"{_state._fmt_bytes(int(zero))}")
+        return _memory._log_share_points(float(counted), full, zero, float(points))
 
     def scaling_points(fn, make_input, sizes, full_at, zero_at, points, *, budget=0.2, margin=0.1,
                        min_call_seconds=1e-3):
         if not isinstance(fn, _Remote):
             return real["scaling_points"](fn, make_input, sizes, full_at, zero_at, points, budget=budget,
                                           margin=margin, min_call_seconds=min_call_seconds)
-        grading._check_points_thresholds(full_at, zero_at, points, increasing=False)
+        _memory._check_points_thresholds(full_at, zero_at, points, increasing=False)
         fit, measured = _remote_exponent(fn, make_input, sizes, budget, min_call_seconds)
         _MEASUREMENTS.append(f"{measured}; full points up "
                              f"to {full_at + margin:.2f}, none from {zero_at + margin:.2f}")
-        return grading._exponent_points(fit.slope, full_at, zero_at, points, margin)
+        return _memory._exponent_points(fit.slope, full_at, zero_at, points, margin)
 
     for name, fn in {"assert_speedup": assert_speedup, "speedup_points": speedup_points,
                      "parallel_points": parallel_points,
@@ -1057,8 +1061,8 @@ def _install_remote_helpers() -> None:
         if not isinstance(candidate, _Remote):
             return real_speedup(candidate, baseline, make_args, budget, rtol=rtol, atol=atol,
                                 min_call_seconds=min_call_seconds, checks=checks, threads=threads)
-        settings = grading._speed_settings(budget, 0.0, min_call_seconds, checks, None, None, rtol, atol, threads)
-        measured = _remote_speedup(candidate, baseline, make_args, settings, 1.0, grading._Decision())
+        settings = _speed._speed_settings(budget, 0.0, min_call_seconds, checks, None, None, rtol, atol, threads)
+        measured = _remote_speedup(candidate, baseline, make_args, settings, 1.0, _speed._Decision())
         _MEASUREMENTS.append(measured.describe())
         return float(measured.ratio)
 
@@ -1075,8 +1079,8 @@ def _install_remote_helpers() -> None:
         if not isinstance(fn, _Remote):
             return real_peak(fn, *args, **kwargs)
         traced, resident = _remote_peak(fn, args, kwargs)
-        _MEASUREMENTS.append(f"measured outside your kernel: peak traced memory {grading._fmt_bytes(traced)} "
-                             f"(the sandbox's memory rose by {grading._fmt_bytes(resident)})")
+        _MEASUREMENTS.append(f"measured outside your kernel: peak traced memory {_state._fmt_bytes(traced)} "
+                             f"(the sandbox's memory rose by {_state._fmt_bytes(resident)})")
         return int(traced)
 
     for name, fn in (("measured_speedup", measured_speedup), ("measured_exponent", measured_exponent),
@@ -1110,7 +1114,7 @@ def _remote_warm_call_seconds(fn: _Remote, args: tuple, calls: int) -> float:
     staged before it starts (:func:`_staged_call`; the round trip is included, a fraction of
     a millisecond on a quiet machine).
     """
-    from course_lib import grading
+    from course_lib.grading import _checks
 
     if isinstance(calls, bool) or not isinstance(calls, int) or calls < 1:
         raise ValueError(f"calls must be a whole number of at least 1, got {calls!r}")
@@ -1120,7 +1124,7 @@ def _remote_warm_call_seconds(fn: _Remote, args: tuple, calls: int) -> float:
     median = statistics.median(seconds)
     _MEASUREMENTS.append(f"measured outside your kernel: a warm call of {fn.name} took "
                          f"{_fmt_seconds(median)} (median of {calls}, round trip included); "
-                         f"{grading._cores_text()}")
+                         f"{_checks._cores_text()}")
     return float(median)
 
 
@@ -1131,7 +1135,7 @@ def _remote_first_call_seconds(fn: _Remote, args: tuple, calls: int) -> tuple[fl
     defines ``fn`` (the student's measuring cell comes after it and is left out), then each
     call is timed as a batch of one (:func:`_staged_call`), pools at one thread.
     """
-    from course_lib import grading
+    from course_lib.grading import _checks
     from course_lib._fresh_call import defining_cell
 
     if isinstance(calls, bool) or not isinstance(calls, int) or calls < 1:
@@ -1154,7 +1158,7 @@ def _remote_first_call_seconds(fn: _Remote, args: tuple, calls: int) -> tuple[fl
     _MEASUREMENTS.append(f"measured outside your kernel, in a fresh worker that ran your notebook up to "
                          f"{fn.name}'s definition: first call {_fmt_seconds(first)}, warm call "
                          f"{_fmt_seconds(warm)} (median of {calls}, round trip included); "
-                         f"{grading._cores_text()}")
+                         f"{_checks._cores_text()}")
     return float(first), float(warm)
 
 
@@ -1181,11 +1185,11 @@ def _counted_peak(traced: int, resident: int) -> int:
 
 
 def _describe_peak(traced: int, resident: int, counted: int) -> str:
-    from course_lib import grading
+    from course_lib.grading import _state
 
-    return (f"peak traced memory {grading._fmt_bytes(traced)}, the sandbox's memory (processes and files) "
-            f"rose by {grading._fmt_bytes(resident)}; counted {grading._fmt_bytes(counted)} (the larger of the "
-            f"traced peak and the rise less {grading._fmt_bytes(_RESIDENT_TOLERANCE)})")
+    return (f"peak traced memory {_state._fmt_bytes(traced)}, the sandbox's memory (processes and files) "
+            f"rose by {_state._fmt_bytes(resident)}; counted {_state._fmt_bytes(counted)} (the larger of the "
+            f"traced peak and the rise less {_state._fmt_bytes(_RESIDENT_TOLERANCE)})")
 
 
 def _remote_exponent(fn: _Remote, make_input: Callable, sizes: Any, budget: float,
@@ -1194,8 +1198,9 @@ def _remote_exponent(fn: _Remote, make_input: Callable, sizes: Any, budget: floa
     import pandas as pd
 
     from course_lib import complexity, grading
+    from course_lib.grading import _checks
 
-    sizes = grading._check_sizes(sizes)
+    sizes = _checks._check_sizes(sizes)
     seconds = _remote_scaling_seconds(fn, make_input, sizes, budget)
     if seconds[-1] < min_call_seconds:
         raise grading.UnreliableMeasurement(f"the largest size takes only {_fmt_seconds(seconds[-1])}")

@@ -140,7 +140,7 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path,
                     _store_later_reading(grade_, verdict, in_kernel, flags)
                     continue
                 if performance and (verdict.refused or verdict.grade_id in refused_in_kernel):
-                    # One rule on both sides (grading._refuse_microseconds): a measurement either
+                    # One rule on both sides (grading._speed._refuse_microseconds): a measurement either
                     # side refused is stored as refused, 0 points and flagged, never graded by the
                     # other side. It depends only on the instructor's reference and threshold.
                     grade_.auto_score = 0.0
