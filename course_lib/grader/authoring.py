@@ -601,20 +601,20 @@ def _unexpected(row: SelftestRow, expected: dict[str, object], reference: Selfte
             continue
         if want == "full":
             if not math.isclose(got, top, abs_tol=1e-6):
-                yield f"{key} {_points(got)} of {top:g} (expected all)"
+                yield f"{key} {_fmt_points(got)} of {top:g} (expected all)"
         elif want == "less":
             if not got < ref - 1e-6:
-                yield f"{key} {_points(got)} (expected less than the reference's {_points(ref)})"
+                yield f"{key} {_fmt_points(got)} (expected less than the reference's {_fmt_points(ref)})"
         else:
             low, high = (want, want) if isinstance(want, (int, float)) else want
             if not low - 1e-6 <= got <= high + 1e-6:
-                yield f"{key} {_points(got)} (expected {low:g}" + ("" if low == high else f" to {high:g}") + ")"
+                yield f"{key} {_fmt_points(got)} (expected {low:g}" + ("" if low == high else f" to {high:g}") + ")"
 
 
-def _points(value: float) -> str:
+def _fmt_points(value: float) -> str:
     """Points to two decimals, so that 15.97 of 16 never reads as 16 of 16.
 
-    >>> _points(15.97), _points(16.0), _points(2.912)
+    >>> _fmt_points(15.97), _fmt_points(16.0), _fmt_points(2.912)
     ('15.97', '16', '2.91')
     """
     return f"{round(value, 2):g}"
