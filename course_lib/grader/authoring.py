@@ -338,21 +338,23 @@ assert_same(count_below(np.array([]), 0.5), 0)
 ### BEGIN HIDDEN TESTS
 for seed, n, limit in [(1, 1_000, 0.5), (2, 10, 0.0), (3, 5_000, 1.0), (4, 3, 0.25)]:
     values = make_values(n, seed)
-    assert_same(count_below(values, limit), sum(1 for v in values.tolist() if v < limit))
+    assert_same(count_below(values, limit),
+                sum(1 for v in values.tolist() if v < limit))
 ### END HIDDEN TESTS
 """
 
 _SPEED = """
-# Hidden speed test (4 points): at least 10x faster than the provided version, measured side by
-# side on fresh inputs when your notebook is graded.
+# Hidden speed test (4 points): at least 10x faster than the provided version,
+# measured side by side on fresh inputs when your notebook is graded.
 
-# Speed preview (not graded): the hidden test's measurement, run now in this notebook; it
-# prints what that test would give on this machine. It does nothing while grading.
-preview_speedup(count_below, count_below_slow, make_args=lambda: (make_values(2_000_000, seed=None), 0.5),
-                at_least=10)
+# Speed preview (not graded): the hidden test's measurement, run now in this notebook;
+# it prints what that test would give on this machine. It does nothing while grading.
+preview_speedup(count_below, count_below_slow,
+                make_args=lambda: (make_values(2_000_000, seed=None), 0.5), at_least=10)
 ### BEGIN HIDDEN TESTS
-# Thresholds from `course calibrate`: full points at about a third of the reference solution's
-# measured speed-up, and a solution at the threshold still takes >= 1 ms per call (10 ms safer).
+# Thresholds from `course calibrate`: full points at about a third of the reference
+# solution's measured speed-up, and a solution at the threshold still takes >= 1 ms
+# per call (10 ms safer).
 def _count_slow(values, limit):  # the grader's own copy of count_below_slow
     count = 0
     for value in values:
@@ -361,7 +363,8 @@ def _count_slow(values, limit):  # the grader's own copy of count_below_slow
     return count
 
 
-assert_speedup(count_below, _count_slow, make_args=lambda: (make_values(2_000_000, seed=None), 0.5),
+assert_speedup(count_below, _count_slow,
+               make_args=lambda: (make_values(2_000_000, seed=None), 0.5),
                at_least=10, budget=0.5)
 ### END HIDDEN TESTS
 """
