@@ -42,10 +42,12 @@ from typing import Any
 from course_lib import claims
 
 __all__ = ["Page", "setup", "usable_cores", "figure_problems", "figure_labels",
-           "figure_alt", "pin", "MIME"]
+           "figure_alt", "pin", "chapter_costs", "MIME", "COSTS"]
 
 # The media type under which a shown figure's titles and axis labels are recorded.
 MIME = "application/vnd.measure-first.figure+json"
+# What each chapter cost to run at each size, as benchmarks/chapter_costs.py records it.
+COSTS = Path(__file__).with_name("chapter_costs.json")
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,93 @@ def usable_cores() -> int:
     return max(1, cores)
 
 
+def chapter_costs(path: str | os.PathLike[str] | None = None) -> Any:
+    """What each chapter cost to run at each size, as ``benchmarks/chapter_costs.py`` saw it.
+
+    A build runs at one size and cannot time the other, so these figures come from a
+    record: every chapter run in a fresh kernel, one after another, strict, as a
+    reader's Jupyter would run it. The record keeps each chapter's source hash; a
+    chapter edited since it was measured is marked, so a page can say its figures may
+    no longer fit.
+
+    Parameters
+    ----------
+    path : path, optional
+        The record; by default :data:`COSTS`, beside this module.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per chapter (``book/NAME.md``), in the table of contents' order where
+        it is at hand, with for each recorded size ``SIZE minutes`` (wall time),
+        ``SIZE peak GB`` (GiB: the larger of the largest process's own high-water mark
+        and the sampled sum over the kernel and the processes it started) and
+        ``SIZE load`` (the highest one-minute load average while it ran); then
+        ``changed``: ``True`` where the chapter's source differs from the measured one,
+        ``None`` where the source is not at hand.
+        ``attrs["machines"]`` holds each size's machine, ``attrs["recorded"]`` each
+        size's first and last date, and ``attrs["missing"]`` the notebook pages of the
+        book's table of contents with no entry at some size (``None`` where the table
+        of contents is not at hand).
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> from pathlib import Path
+    >>> rec = {"full": {"machine": {"cores": 2}, "chapters": {"book/x.md": {
+    ...     "seconds": 90.0, "peak_process_mb": 300.0, "peak_all_mb": 250.0,
+    ...     "load_max": 2.5, "sha256": "0", "recorded": "2025-01-01T10:00+00:00"}}}}
+    >>> path = Path(tempfile.mkdtemp()) / "costs.json"
+    >>> _ = path.write_text(json.dumps(rec))
+    >>> chapter_costs(path).loc["book/x.md", ["full minutes", "full peak GB"]].tolist()
+    [1.5, 0.29296875]
+    """
+    import hashlib
+    import json
+
+    import pandas as pd
+
+    source = Path(path) if path is not None else COSTS
+    if not source.is_file():
+        raise FileNotFoundError(
+            f"no record of the chapters' costs at {source}: make one with "
+            "`python benchmarks/chapter_costs.py --size full --record` (and --size small)")
+    record = json.loads(source.read_text(encoding="utf-8"))
+    sizes = [size for size in claims.SIZES[::-1] if size in record]   # full, then small
+    rows: dict[str, dict[str, Any]] = {}
+    for size in sizes:
+        for doc, entry in record[size]["chapters"].items():
+            row = rows.setdefault(doc, {"sha256": set()})
+            row[f"{size} minutes"] = entry["seconds"] / 60
+            row[f"{size} peak GB"] = max(entry["peak_process_mb"],
+                                         entry["peak_all_mb"]) / 1024
+            row[f"{size} load"] = entry["load_max"]
+            row["sha256"].add(entry["sha256"])
+    root = Path(__file__).resolve().parents[1]
+    for doc, row in rows.items():
+        chapter = root / doc
+        hashes = row.pop("sha256")
+        row["changed"] = (None if not chapter.is_file() else
+                          hashlib.sha256(chapter.read_bytes()).hexdigest() not in hashes
+                          or len(hashes) > 1)
+    pages = _notebook_pages(root)
+    listed = [d for d in pages or [] if d in rows]
+    order = listed + [d for d in rows if d not in listed]
+    table = pd.DataFrame.from_dict(rows, orient="index").loc[order]
+    table["changed"] = pd.Series({doc: rows[doc]["changed"] for doc in order},
+                                 dtype=object)       # True, False or None, as said
+    table.index.name = "chapter"
+    table.attrs["machines"] = {size: record[size].get("machine", {}) for size in sizes}
+    table.attrs["recorded"] = {size: (min(dates), max(dates)) for size in sizes
+                               for dates in [[e["recorded"][:10] for e in
+                                              record[size]["chapters"].values()]]}
+    table.attrs["missing"] = None if pages is None else [
+        doc for doc in pages
+        if any(doc not in record.get(size, {}).get("chapters", {})
+               for size in claims.SIZES)]
+    return table
+
+
 def figure_labels(fig: Any) -> dict[str, Any]:
     """What a reader sees labelling a figure: its title and each panel's title and axes.
 
@@ -266,6 +355,23 @@ def figure_problems(labels: dict[str, Any]) -> list[str]:
 def _page_name() -> str:
     name = os.environ.get("JPY_SESSION_NAME") or "measure-first"
     return re.sub(r"[^A-Za-z0-9_]+", "_", Path(name).stem)[:40] or "page"
+
+
+def _notebook_pages(root: Path) -> list[str] | None:
+    """The table of contents' pages that have code to run, or None without a ``_toc.yml``."""
+    toc = root / "_toc.yml"
+    if not toc.is_file():
+        return None
+    names = re.findall(r"^\s*(?:root|- file):\s*(\S+)\s*$", toc.read_text(encoding="utf-8"),
+                       flags=re.M)
+    pages = []
+    for name in names:
+        page = root / f"{name}.md"
+        text = page.read_text(encoding="utf-8") if page.is_file() else ""
+        parts = text.split("---", 2)              # "", the front matter, the page
+        if len(parts) == 3 and "jupytext:" in parts[1] and "```{code-cell}" in parts[2]:
+            pages.append(f"{name}.md")
+    return pages
 
 
 def _cgroup_quota() -> float | None:

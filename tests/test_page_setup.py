@@ -131,3 +131,54 @@ def test_pin_limits_every_loaded_blas_pool():
         book.pin(blas=1)
         assert all(p["num_threads"] == 1 for p in threadpool_info()
                    if p["user_api"] == "blas")
+
+
+def _cost_record(tmp_path, chapters):
+    import json
+
+    path = tmp_path / "costs.json"
+    path.write_text(json.dumps({size: {"machine": {"cores": 2}, "chapters": entries}
+                                for size, entries in chapters.items()}))
+    return path
+
+
+def _entry(sha, seconds=120.0, process=300.0, everything=250.0, date="2025-01-02T10:00+00:00"):
+    return {"seconds": seconds, "peak_process_mb": process, "peak_all_mb": everything,
+            "load_max": 3.0, "sha256": sha, "recorded": date}
+
+
+def test_chapter_costs_reads_minutes_and_the_larger_memory_peak(tmp_path):
+    path = _cost_record(tmp_path, {
+        "full": {"book/a.md": _entry("x", 600.0, 300.0, 900.0)},
+        "small": {"book/a.md": _entry("x", 60.0, 200.0, 150.0, "2025-01-01T09:00+00:00")}})
+    table = book.chapter_costs(path)
+    row = table.loc["book/a.md"]
+    assert row["full minutes"] == 10.0 and row["small minutes"] == 1.0
+    # the sampled sum of the kernel and its workers can exceed the largest process
+    assert row["full peak GB"] * 1024 == 900.0 and row["small peak GB"] * 1024 == 200.0
+    assert list(table.columns[:3]) == ["full minutes", "full peak GB", "full load"]
+    assert table.attrs["recorded"] == {"full": ("2025-01-02", "2025-01-02"),
+                                       "small": ("2025-01-01", "2025-01-01")}
+
+
+def test_chapter_costs_marks_a_chapter_edited_since_it_was_measured(tmp_path):
+    import hashlib
+    from pathlib import Path
+
+    doc = "book/week3_algorithms.md"
+    now = hashlib.sha256((Path(book.__file__).parents[1] / doc).read_bytes()).hexdigest()
+    path = _cost_record(tmp_path, {
+        "full": {doc: _entry(now), "book/week2_timing.md": _entry("old"),
+                 "book/not_here.md": _entry("y")},
+        "small": {doc: _entry("older")}})
+    changed = book.chapter_costs(path)["changed"]
+    assert changed["book/week2_timing.md"] is True
+    assert changed["book/not_here.md"] is None          # no source to compare with
+    assert changed[doc] is True                          # one size measured an older text
+    only_full = _cost_record(tmp_path, {"full": {doc: _entry(now)}})
+    assert book.chapter_costs(only_full)["changed"][doc] is False
+
+
+def test_a_missing_cost_record_says_how_to_make_one(tmp_path):
+    with pytest.raises(FileNotFoundError, match="benchmarks/chapter_costs.py"):
+        book.chapter_costs(tmp_path / "none.json")
