@@ -1139,6 +1139,14 @@ def _fmt_seconds(seconds: float) -> str:
 
 
 def _fmt_ratio(ratio: float) -> str:
+    """A ratio to about three figures; below 0.1, two significant digits, never ``0.00``.
+
+    >>> _fmt_ratio(30.27), _fmt_ratio(0.483), _fmt_ratio(0.057), _fmt_ratio(9.7e-05)
+    ('30.3', '0.48', '0.057', '0.000097')
+    """
+    if math.isfinite(ratio) and 0 < abs(ratio) < 0.1:
+        # 1 / 10,000 read "0.00x": a loss that large must show its size.
+        return f"{ratio:.{1 - math.floor(math.log10(abs(ratio)))}f}"
     return _sig3(ratio) if math.isfinite(ratio) else str(ratio)
 
 
