@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from course_lib._evidence import agreed_checks  # the week's cells import it from here too
+
 __all__ = ["agreed_checks", "doubling_sizes", "grader_exponent", "grader_speedup", "growth_checks",
            "implied_speedup", "largest_seconds", "within_factor"]
 
@@ -162,33 +164,6 @@ def growth_checks(table: Any, exponent: Any, names: tuple[str, str], grader_slop
         f"{exponent_name} is within {slack:g} of the grader's exponent ({grader_slope:.2f})":
             abs(slope - grader_slope) <= slack,
     }
-
-
-def agreed_checks(take: Callable[[], dict[str, bool]], readings: int = 3) -> dict[str, bool]:
-    """Each check of ``take()`` held if any of up to ``readings`` readings agreed.
-
-    ``take`` measures once and returns the checks of a student's figures against that
-    reading, by what they check (the same checks, in the same order, every time; their
-    wording may quote each reading's figure). A further reading is taken only while some
-    check has held in none so far. The student's figures were measured minutes before the
-    grader's, at another moment of a busy machine, so one disagreeing reading is not
-    evidence against them; figures of other code, or typed in, stay off in every reading.
-    The wording returned is the last reading's.
-
-    Examples
-    --------
-    >>> readings = iter([{"a": True, "b (1.0)": False}, {"a": False, "b (1.2)": True}])
-    >>> agreed_checks(lambda: next(readings))
-    {'a': True, 'b (1.2)': True}
-    >>> agreed_checks(lambda: {"a": True, "b": False}, readings=2)
-    {'a': True, 'b': False}
-    """
-    taken = [list(take().items())]
-    while len(taken) < readings and not all(any(held for _, held in row) for row in zip(*taken)):
-        taken.append(list(take().items()))
-    if len({len(reading) for reading in taken}) > 1:
-        raise ValueError("each reading must give the same checks")
-    return {wording: any(held for _, held in row) for (wording, _), row in zip(taken[-1], zip(*taken))}
 
 
 def largest_seconds(table: Any) -> float:

@@ -125,37 +125,3 @@ def test_two_tables_imply_the_ratio_of_their_lines():
 def test_no_speedup_is_implied_by_a_table_without_a_line(table):
     assert math.isnan(evidence.implied_speedup(table, QUADRATIC, 8_000))
     assert math.isnan(evidence.implied_speedup(QUADRATIC, table, 8_000))
-
-
-def _counted(readings):
-    """A take() that hands out ``readings`` in turn, and the list of calls it got."""
-    calls = []
-
-    def take():
-        calls.append(1)
-        return readings[len(calls) - 1]
-    return take, calls
-
-
-def test_a_check_holds_when_a_later_reading_agrees():
-    take, calls = _counted([{"exp (1.4)": False, "speed": True}, {"exp (1.1)": True, "speed": False}])
-    assert evidence.agreed_checks(take) == {"exp (1.1)": True, "speed": True}
-    assert len(calls) == 2  # every check had held once: no third reading
-
-
-def test_no_further_reading_once_every_check_held():
-    take, calls = _counted([{"a": True, "b": True}] * 3)
-    assert evidence.agreed_checks(take, readings=3) == {"a": True, "b": True}
-    assert len(calls) == 1
-
-
-def test_a_check_off_in_every_reading_fails_after_the_last():
-    take, calls = _counted([{"a": True, "b": False}] * 5)
-    assert evidence.agreed_checks(take, readings=3) == {"a": True, "b": False}
-    assert len(calls) == 3
-
-
-def test_readings_with_other_checks_are_refused():
-    take, _ = _counted([{"a": False}, {"a": True, "b": True}])
-    with pytest.raises(ValueError, match="same checks"):
-        evidence.agreed_checks(take)
