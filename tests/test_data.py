@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from course_lib.grader._data import NotData, dumps, loads
+from course_lib.grader._data import NotData, dump, dumps, loads
 from course_lib.grading import assert_same
 
 PARIS = zoneinfo.ZoneInfo("Europe/Paris")
@@ -91,6 +91,23 @@ def test_plain_data_comes_back_the_same(value):
         assert back.maxlen == value.maxlen
     if isinstance(value, float) and value == 0:
         assert str(back) == str(value)  # -0.0 stays negative
+
+
+@pytest.mark.parametrize("value", PLAIN, ids=lambda v: type(v).__name__)
+def test_writing_to_a_file_gives_the_same_bytes(value, tmp_path):
+    # The worker writes its timed results with dump (straight from the arrays' memory),
+    # the verifier reads them as dumps would have made them.
+    path = tmp_path / "out"
+    with open(path, "wb") as fh:
+        dump(value, fh)
+    assert path.read_bytes() == dumps(value)
+
+
+def test_what_is_not_data_writes_nothing(tmp_path):
+    path = tmp_path / "out"
+    with open(path, "wb") as fh, pytest.raises(NotData):
+        dump([np.arange(3), os.getcwd], fh)
+    assert path.read_bytes() == b""
 
 
 def test_a_stopwatch_comes_back_with_its_figures():

@@ -690,3 +690,42 @@ def test_memory_held_in_a_memory_file_stops_the_worker_where_it_went_over(tmp_pa
                                log=tmp_path / "log.txt", sandboxed=True, memory_limit=300_000_000)
     assert verdict.conclusive and verdict.score == 0
     assert "count_known is not defined" in verdict.detail and "above the limit of 300 MB" in verdict.detail
+
+
+HEAVY_SETUP = SETUP + """
+
+def make_column(n=1_000_000, seed=None):
+    return (np.random.default_rng(seed).random(n),)
+"""
+
+HEAVY_FAST = """\
+def double(x):
+    return x * 2.0
+"""
+
+HEAVY_TEST = """\
+def _double_after_sorts(x):
+    for _ in range(20):  # the reference's extra work: some 100 ms of sorting
+        np.sort(x)
+    return x * 2.0
+
+
+print(speedup_points(double, _double_after_sorts, make_args=lambda: make_column(),
+                     full_at=100, zero_at=2, points=3, budget=1.0))
+"""
+
+
+def test_writing_large_results_is_not_billed_twice_or_forgiven_twice(tmp_path):
+    # Each call returns 8 MB: the batch's results take the worker milliseconds to write,
+    # which are taken out of its time. An estimate of that cost made on a cold heap (the
+    # verifier's, trimmed between batches) came to three times what the worker spent, left
+    # a batch of real work at the clock's floor and read a 3.2-million-fold speed-up (week
+    # 8, December 2026). In process this answer is some 30-100x faster than the reference.
+    source, submitted = _notebooks(tmp_path, HEAVY_FAST, HEAVY_TEST, "test_speed", 3, HEAVY_FAST)
+    for path in (source, submitted):
+        nb = nbformat.read(path, as_version=4)
+        nb.cells[0].source = HEAVY_SETUP
+        nbformat.write(nb, path)
+    verdict, = verify_notebook(source, submitted, timeout=60, log=tmp_path / "log.txt")
+    assert verdict.conclusive, verdict.detail
+    assert verdict.measured is not None and 5 < verdict.measured < 1000, verdict.detail

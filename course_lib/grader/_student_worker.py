@@ -362,7 +362,10 @@ def _as_data(reply: tuple) -> bytes:
 
 
 def _dump(outcome: tuple, fh: Any) -> None:
-    fh.write(_as_data(outcome))
+    try:
+        _data.dump(outcome, fh)  # straight from the arrays' memory: the write is timed
+    except _data.NotData as exc:  # nothing was written: the encoding fails before any write
+        fh.write(_data.dumps(("notdata", str(exc)[:2000])))
 
 
 def main(argv: list[str]) -> int:
