@@ -683,9 +683,10 @@ _ANSWERS_AS = """    import struct
         return _plain(reply)
 
     _w._as_data = _as_data
+    _w._dump = lambda outcome, fh: fh.write(_as_data(outcome))  # a batch's results too
 """
-"""In the worker: every answer (a number, or a batch's list of numbers) replaced by a data
-header holding the JSON tree ``head``."""
+"""In the worker: every answer (a number, or a batch's list of numbers), as a reply or as a
+batch's results, replaced by a data header holding the JSON tree ``head``."""
 _FROM_STAGING = """
     def count_known(catalogue, queries):
         hit = _cache.pop(id(queries), None)

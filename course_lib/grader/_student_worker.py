@@ -286,10 +286,16 @@ def _collecting_later() -> bool:
 
 
 def _write_results(fd: int, outcome: tuple) -> None:
+    # Written over the last batch's results, then cut to length: pages of the file that are
+    # there already are only copied into, not freed and allocated again (emptying the file
+    # first made writing a batch of 86 MB of arrays cost more than computing them). Every
+    # batch's results are checked against the reference on fresh inputs, so nothing left
+    # of an earlier batch can pass for this one.
     os.lseek(fd, 0, os.SEEK_SET)
-    os.ftruncate(fd, 0)
     with os.fdopen(os.dup(fd), "wb") as fh:
         _dump(outcome, fh)
+        fh.flush()
+        os.ftruncate(fd, fh.tell())
 
 
 def _serve(rfd: int, wfd: int, shell: Any, results_fd: int = -1) -> None:

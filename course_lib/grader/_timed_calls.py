@@ -188,13 +188,17 @@ def _write_seconds(obj: Any) -> float:
     fd = os.memfd_create("course-own", 0)
     try:
         _write_results(fd, ("ok", obj))  # untimed: the file and the pages as the worker has them
-        t0 = time.thread_time()
-        _write_results(fd, ("ok", obj))
-        return time.thread_time() - t0
+        return min(_timed_write(fd, obj), _timed_write(fd, obj))
     except Exception:  # noqa: BLE001 - nothing to subtract if it cannot be written here either
         return 0.0
     finally:
         os.close(fd)
+
+
+def _timed_write(fd: int, obj: Any) -> float:
+    t0 = time.thread_time()
+    _write_results(fd, ("ok", obj))
+    return time.thread_time() - t0
 
 
 def _timed_reference(baseline: Callable, inputs: list[tuple], worker: Any) -> tuple[float, list]:
