@@ -364,14 +364,19 @@ def _as_data(reply: tuple) -> bytes:
     try:
         return _data.dumps(reply)
     except Exception as exc:  # NotData, or a value whose own methods raise while read
-        return _data.dumps(("notdata", str(exc)[:2000]))
+        return _not_data(exc)
+
+
+def _not_data(exc: Exception) -> bytes:
+    """The ``notdata`` reply that says why a value could not be written."""
+    return _data.dumps(("notdata", str(exc)[:2000]))
 
 
 def _dump(outcome: tuple, fh: Any) -> None:
     try:
         _data.dump(outcome, fh)  # straight from the arrays' memory: the write is timed
     except _data.NotData as exc:  # nothing was written: the encoding fails before any write
-        fh.write(_data.dumps(("notdata", str(exc)[:2000])))
+        fh.write(_not_data(exc))
 
 
 def main(argv: list[str]) -> int:

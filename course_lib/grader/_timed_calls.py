@@ -177,9 +177,10 @@ def _write_seconds(obj: Any) -> float:
     is not the student's saving, and the subtraction applies to both of the worker's
     readings (wall and CPU).
 
-    The write is the worker's own (:func:`_student_worker._write_results`: empty the file,
-    write the data into it), into a file that already holds the same data, as the worker's
-    holds its last batch's results: what is timed is the second of two writes. A single
+    The write is the worker's own (:func:`_student_worker._write_results`: over what the
+    file holds, then cut to length), into a file that already holds the same data, as the
+    worker's holds its last batch's results: after one untimed write, the faster of two
+    timed ones (an estimate under the worker's cost is billed, never forgiven). A single
     write into a new file on the verifier's trimmed heap (then through a joined copy of
     the whole) faulted in every page of a 32 MB result and came to 29-39 ms, three times
     what the worker spent; taken out of a batch of real work it left the clock's floor
