@@ -64,8 +64,8 @@ only makes sure that what the kernel did is graded, recorded and never lost:
 Code in the kernel can still rebind names the tests use, read hidden tests from memory or
 detect grading in other ways. So after autograding, :func:`grade_submission` grades every test
 cell again outside the student's kernel (:mod:`course_lib.grader.verification`): speed, memory and
-scaling cells get that verdict, other tests only ever lose points to it, and a disagreement is
-flagged ``verdict-differs`` with both figures. The kernel also runs under a memory limit and a
+scaling cells get that verdict, other tests only ever lose points to it, and a stored score
+below the kernel's is flagged ``verdict-differs`` with both figures. The kernel also runs under a memory limit and a
 whole-notebook time limit, watched from the grader's process (``memory-limit``,
 ``notebook-timeout``). A finished submission is recorded under ``grading/done``; grading again
 skips it while it is unchanged, so a stopped run resumes.

@@ -185,13 +185,30 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path,
                                       f"measured {len(verdict.readings)} times outside the kernel, each reading too "
                                       f"noisy to grade on ({readings} of {verdict.max_score:g} points): the best, "
                                       f"{verdict.score:g}, is stored; grade again with --force on a quieter machine"))
-                elif abs(in_kernel - verdict.score) >= max(0.25 * verdict.max_score, 0.01):
+                elif _kernel_gave_more(in_kernel, verdict.score, verdict.max_score):
                     flags.append(Flag("verdict-differs", (verdict.grade_id,),
                                       f"in the student's kernel {in_kernel:g}/{verdict.max_score:g}, outside it "
                                       f"{verdict.score:g}/{verdict.max_score:g} (stored): {verdict.detail}"))
             gb.db.commit()
         _annotate(path, verdicts, later=only is not None)
     return flags, speedups
+
+
+def _kernel_gave_more(in_kernel: float, stored: float, max_score: float) -> bool:
+    """Whether the kernel's score is above the stored one by a quarter of the cell's points or more.
+
+    Only that way round is flagged ``verdict-differs``: in the kernel the student's code ran
+    beside its tests and may have decided them. A kernel reading *below* the stored one is
+    the kernel's short reading of a performance cell (by default the faster of two calls a
+    side) slowed by a busy machine; the student already has the better verdict and there is
+    nothing to review (CI flagged a fast sample so in one of its two gradings).
+
+    Examples
+    --------
+    >>> _kernel_gave_more(4.0, 0.0, 4.0), _kernel_gave_more(4.0, 3.5, 4.0), _kernel_gave_more(1.0, 4.0, 4.0)
+    (True, False, False)
+    """
+    return in_kernel - stored >= max(0.25 * max_score, 0.01)
 
 
 def _correctness_score(in_kernel: float, verdict: CellVerdict, timed_out: bool) -> float | None:
