@@ -163,7 +163,7 @@ def machine() -> dict:
                   if line.startswith("model name")), platform.processor()) \
         if Path("/proc/cpuinfo").exists() else platform.processor()
     return {"cpu": model, "cores": len(os.sched_getaffinity(0)),
-            "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+            "memory_gb": round(psutil.virtual_memory().total / 1e9, 1),  # decimal, as the pages say
             "python": platform.python_version(), "system": platform.system()}
 
 

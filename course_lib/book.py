@@ -187,7 +187,7 @@ def chapter_costs(path: str | os.PathLike[str] | None = None) -> Any:
     pandas.DataFrame
         One row per chapter (``book/NAME.md``), in the table of contents' order where
         it is at hand, with for each recorded size ``SIZE minutes`` (wall time),
-        ``SIZE peak GB`` (GiB: the larger of the largest process's own high-water mark
+        ``SIZE peak GB`` (10^9 bytes, as the chapters count memory: the larger of the largest process's own high-water mark
         and the sampled sum over the kernel and the processes it started) and
         ``SIZE load`` (the highest one-minute load average while it ran); then
         ``changed``: ``True`` where the chapter's source differs from the measured one,
@@ -207,7 +207,7 @@ def chapter_costs(path: str | os.PathLike[str] | None = None) -> Any:
     >>> path = Path(tempfile.mkdtemp()) / "costs.json"
     >>> _ = path.write_text(json.dumps(rec))
     >>> chapter_costs(path).loc["book/x.md", ["full minutes", "full peak GB"]].tolist()
-    [1.5, 0.29296875]
+    [1.5, 0.3145728]
     """
     import hashlib
     import json
@@ -226,8 +226,9 @@ def chapter_costs(path: str | os.PathLike[str] | None = None) -> Any:
         for doc, entry in record[size]["chapters"].items():
             row = rows.setdefault(doc, {"sha256": set()})
             row[f"{size} minutes"] = entry["seconds"] / 60
+            # The record keeps MiB (ru_maxrss is in KiB); the pages speak decimal GB.
             row[f"{size} peak GB"] = max(entry["peak_process_mb"],
-                                         entry["peak_all_mb"]) / 1024
+                                         entry["peak_all_mb"]) * 2**20 / 1e9
             row[f"{size} load"] = entry["load_max"]
             row["sha256"].add(entry["sha256"])
     root = Path(__file__).resolve().parents[1]
