@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import nbformat
 import pytest
 
 from course_lib.grader import nbgrading, verify
@@ -54,6 +55,30 @@ def test_a_correctness_test_only_loses_points_outside_the_kernel_unless_the_kern
     assert verify._correctness_score(0.0, passed, timed_out=True) == 2.0
     unchecked = CellVerdict("test_x_hidden", 2.0, 2.0, "not data", conclusive=False, not_data=True)
     assert verify._correctness_score(0.0, unchecked, timed_out=True) is None
+
+
+def test_tests_after_an_answer_cell_stopped_at_the_time_limit_are_known(tmp_path):
+    # Week 8, graded beside other work (load 3.3): the student's side-by-side table ran past
+    # the limit in the kernel, so its test failed there on an undefined name, while outside
+    # the kernel every cell ran and the test passed. The tests after such a cell are the ones
+    # whose kernel failure says nothing about the answer.
+    cells = [nbformat.v4.new_code_cell(metadata={"nbgrader": {"grade_id": g}} if g else {})
+             for g in ("kernels", "test_kernels", "side_by_side", None, "test_side_by_side_hidden", "test_job")]
+    timeout = nbformat.v4.new_output("error", ename=verify.CELL_TIMEOUT, evalue="", traceback=[])
+    cells[2].outputs = [timeout]
+    path = tmp_path / "week8.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
+    assert verify._after_a_timeout(path) == {"test_side_by_side_hidden": "side_by_side", "test_job": "side_by_side"}
+    nbformat.write(nbformat.v4.new_notebook(cells=cells[:2]), path)
+    assert verify._after_a_timeout(path) == {}
+    path.write_text("{not json")
+    assert verify._after_a_timeout(path) == {}
+
+
+def test_only_a_kernel_that_gave_more_than_is_stored_is_flagged():
+    # The kernel's short reading below the verifier's is noise on a busy machine, not a thing to review.
+    assert verify._kernel_gave_more(4.0, 0.0, 4.0) and verify._kernel_gave_more(2.0, 0.0, 2.0)
+    assert not verify._kernel_gave_more(0.0, 4.0, 4.0) and not verify._kernel_gave_more(3.5, 3.0, 4.0)
 
 
 # --- the pipeline: each stage once, in order --------------------------------------------------

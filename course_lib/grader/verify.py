@@ -128,6 +128,7 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path,
         speedups.update({v.grade_id: v.measured for v in verdicts if v.measured is not None})
         refused_in_kernel = _refused_cells(path)
         timed_out = _cells_with_error(path, CELL_TIMEOUT)
+        stopped_by = _after_a_timeout(path)
         with _environment(**_nbgrader_env()), _quiet_warnings(), Gradebook(course.db_url) as gb:
             for verdict in verdicts:
                 try:
@@ -166,14 +167,17 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path,
                                                                            f" {verdict.detail}"))
                     continue
                 if not performance:
-                    stored = _correctness_score(in_kernel, verdict, verdict.grade_id in timed_out)
+                    earlier = stopped_by.get(verdict.grade_id)
+                    stored = _correctness_score(in_kernel, verdict, verdict.grade_id in timed_out or bool(earlier))
                     if stored is None:
                         continue  # the kernel's score stands
                     if stored > in_kernel:
-                        flags.append(Flag("note", (verdict.grade_id,), f"this test ran past the time limit in "
-                                                                       f"the student's kernel; outside it, it "
-                                                                       f"scored {stored:g}/{verdict.max_score:g} "
-                                                                       "(stored)"))
+                        what = ("this test" if verdict.grade_id in timed_out else
+                                f"an earlier cell of the notebook ({earlier})")
+                        flags.append(Flag("note", (verdict.grade_id,), f"{what} ran past the time limit in "
+                                                                       f"the student's kernel; outside it, this "
+                                                                       f"test scored {stored:g}/"
+                                                                       f"{verdict.max_score:g} (stored)"))
                         grade_.auto_score = stored
                         grade_.needs_manual_grade = False
                         continue
@@ -216,9 +220,11 @@ def _correctness_score(in_kernel: float, verdict: CellVerdict, timed_out: bool) 
 
     A correctness test only ever loses points to the check outside the kernel (a rebound
     ``assert_same`` passes in the kernel, never outside it), with one exception: a test
-    the kernel stopped at the time limit, which the check outside the kernel ran to the
-    end. A busy machine slows every cell, and a correct answer must not lose its points to
-    that; the check outside passed it out of the student's reach (flagged, for a look).
+    the kernel stopped at the time limit, or one that ran after a cell the kernel stopped
+    there (:func:`_after_a_timeout`), which the check outside the kernel ran to the end
+    with every cell of the notebook run (each within the same limit). A busy machine slows
+    every cell, and a correct answer must not lose its points to that; the check outside
+    passed it out of the student's reach (flagged, for a look).
 
     Examples
     --------
@@ -288,6 +294,41 @@ def _cells_with_error(path: Path, ename: str) -> set[str]:
     return {cell.metadata.get("nbgrader", {}).get("grade_id") for cell in nb.cells if cell.cell_type == "code"
             and any(o.get("output_type") == "error" and o.get("ename") == ename
                     for o in cell.get("outputs", []))} - {None}
+
+
+def _after_a_timeout(path: Path) -> dict[str, str]:
+    """Each code cell that ran after a cell stopped at the time limit in the student's kernel, with that cell's id.
+
+    Such a cell ran without what the stopped one would have defined (an answer cell that
+    measures, slowed past the limit by a busy machine, leaves its table undefined), so the
+    kernel's failure of a later test says nothing about the answer.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(metadata={"nbgrader": {"grade_id": g}})
+    ...                                      for g in ("table", "test_table", "test_other")])
+    >>> nb.cells[0].outputs = [nbformat.v4.new_output("error", ename=CELL_TIMEOUT, evalue="", traceback=[])]
+    >>> path = Path(tempfile.mkdtemp()) / "nb.ipynb"
+    >>> nbformat.write(nb, path)
+    >>> _after_a_timeout(path)
+    {'test_table': 'table', 'test_other': 'table'}
+    """
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception:  # noqa: BLE001 - unreadable: no such cell that we can see
+        return {}
+    first, after = None, {}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if first is not None and grade_id:
+            after[grade_id] = first
+        if first is None and any(o.get("output_type") == "error" and o.get("ename") == CELL_TIMEOUT
+                                 for o in cell.get("outputs", [])):
+            first = grade_id or "a cell without an id"
+    return after
 
 
 def _annotate(path: Path, verdicts: list, later: bool = False) -> None:
