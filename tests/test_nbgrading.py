@@ -71,6 +71,11 @@ def test_tests_after_an_answer_cell_stopped_at_the_time_limit_are_known(tmp_path
     assert verify._after_a_timeout(path) == {"test_side_by_side_hidden": "side_by_side", "test_job": "side_by_side"}
     nbformat.write(nbformat.v4.new_notebook(cells=cells[:2]), path)
     assert verify._after_a_timeout(path) == {}
+    # a test cell stopped at the limit (an answer too slow for it) counts only for itself
+    cells[2].outputs, cells[1].outputs = [], [timeout]
+    cells[1].metadata["nbgrader"]["grade"] = True
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
+    assert verify._after_a_timeout(path) == {}
     path.write_text("{not json")
     assert verify._after_a_timeout(path) == {}
 

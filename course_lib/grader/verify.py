@@ -297,11 +297,12 @@ def _cells_with_error(path: Path, ename: str) -> set[str]:
 
 
 def _after_a_timeout(path: Path) -> dict[str, str]:
-    """Each code cell that ran after a cell stopped at the time limit in the student's kernel, with that cell's id.
+    """Each code cell that ran after a non-test cell stopped at the time limit in the student's kernel, with its id.
 
     Such a cell ran without what the stopped one would have defined (an answer cell that
     measures, slowed past the limit by a busy machine, leaves its table undefined), so the
-    kernel's failure of a later test says nothing about the answer.
+    kernel's failure of a later test says nothing about the answer. A test cell stopped at
+    the limit defines nothing later cells use, and counts only for itself.
 
     Examples
     --------
@@ -325,8 +326,9 @@ def _after_a_timeout(path: Path) -> dict[str, str]:
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
         if first is not None and grade_id:
             after[grade_id] = first
-        if first is None and any(o.get("output_type") == "error" and o.get("ename") == CELL_TIMEOUT
-                                 for o in cell.get("outputs", [])):
+        is_test = cell.metadata.get("nbgrader", {}).get("grade", False)
+        if first is None and not is_test and any(o.get("output_type") == "error" and o.get("ename") == CELL_TIMEOUT
+                                                 for o in cell.get("outputs", [])):
             first = grade_id or "a cell without an id"
     return after
 
