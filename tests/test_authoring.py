@@ -445,6 +445,18 @@ def test_calibration_advice_reads_partial_credit_memory_and_scaling_cells():
     assert "a measured 1.60 earns full points; the reference's highest is 1.10 (+0.50)" in text
 
 
+def test_calibration_advice_never_suggests_a_third_of_a_parallel_speed_up():
+    # Week 7, calibrated on 6 December 2026: the reference's pool read 1.66x and 1.53x, and
+    # the advice was "full points at 0.5x", a pool slower than the loop it replaces.
+    parallel = authoring.CellCalibration(
+        "test_x_speed", "speed",
+        tuple(authoring.thresholds("parallel_points(f, g, make_args, workers=2, full_at=1.4, zero_at=1.25)")),
+        quiet=(1.66,), busy=(1.53,), reference_seconds=(0.2, 0.2), solution_seconds=(0.12, 0.13))
+    text = authoring.format_calibration("wk", [parallel])
+    assert "0.5x" not in text and "a third of" not in text
+    assert "no factor-of-3 margin for a parallel speed-up" in text and "1.53x" in text
+
+
 @pytest.mark.parametrize("assignment", sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir()))
 def test_every_shipped_memory_and_scaling_test_has_a_preview_that_agrees_with_it(assignment):
     nb = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)

@@ -883,6 +883,13 @@ def _advice(cell: CellCalibration) -> list[str]:
                 lines.append(f"a solution at {name} would take {_seconds(at)} per call"
                              + ("" if at >= 0.01 else " (under 10 ms: enlarge make_args' inputs to be safe)")
                              + ("; UNDER 1 ms: the cell is refused as UnreliableMeasurement" if at < 1e-3 else ""))
+        if cell.thresholds and all(t.helper == "parallel_points" for t in cell.thresholds):
+            # A parallel speed-up is bounded by the workers, not by the code: a third of the
+            # reference's would put full points below 1x, a pool slower than the loop.
+            lines.append(f"suggested: no factor-of-{MARGIN:g} margin for a parallel speed-up, which the cores bound; "
+                         f"set full_at and zero_at per worker (as the cell does) below the slowest reading here, "
+                         f"{worst:.3g}x, and above the 1x of a serial answer")
+            return lines
         suggested = _nice(worst / MARGIN)
         zero = [t.number("zero_at") for t in cell.thresholds if t.helper in ("speedup_points", "parallel_points")]
         text = f"suggested: full points at {suggested:g}x (a third of the slowest measured {worst:.3g}x)"
