@@ -32,6 +32,7 @@ PLUMBING = re.compile(r"\b(claims\.(claim|record|passage)|record|glue)\(")
 # cold build of the whole book within the CI budget.
 COMMAND = ("build", ".", "-W", "-n", "--keep-going")
 SIZE = "small"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,24 @@ class BuildResult:
         return [line for line in self.output.splitlines()
                 if ("WARNING:" in line or "ERROR:" in line or "CRITICAL:" in line)
                 and not line.startswith("ERROR:tornado.general:")]
+
+    def tracebacks(self, lines: int = 30) -> str:
+        """The end of each failed chapter's traceback, which myst-nb saves to a file.
+
+        The build's own output names only the file; CI keeps nothing but the test log, so a
+        failed claim's message must be copied into the test's failure to be seen there.
+        """
+        found = []
+        for match in re.finditer(r"traceback saved in: (\S+\.err\.log)", self.output):
+            path = Path(match.group(1))
+            try:
+                text = _ANSI.sub("", path.read_text(encoding="utf-8", errors="replace"))
+            except OSError as error:
+                found.append(f"{path}: unreadable ({error})")
+                continue
+            found.append(f"--- {path.name} (last {lines} lines) ---\n"
+                         + "\n".join(text.splitlines()[-lines:]))
+        return "\n".join(found)
 
 
 @functools.cache

@@ -49,6 +49,7 @@ def book():
     assert result.returncode == 0, (
         "the book did not build cleanly (-W: warnings are errors):\n"
         + "\n".join(result.warnings[:40] or result.output.splitlines()[-40:])
+        + "\n" + result.tracebacks()
     )
     return result
 
