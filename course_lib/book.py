@@ -400,7 +400,12 @@ def _worded(ticks: Any) -> bool:
 
 
 def _words(ticks: Any) -> list[str]:
-    return [t.get_text() for t in ticks if _worded([t])]
+    # An axis with any worded tick is a named axis ("500", "1k", "2k"): every label names
+    # a position then, the numbers too. An axis of numbers alone names none: its values
+    # are the page's to state.
+    if not _worded(ticks):
+        return []
+    return [t.get_text() for t in ticks if t.get_text().strip()]
 
 
 def _readable(text: str) -> str:

@@ -112,6 +112,25 @@ def test_alt_text_says_what_each_panel_shows():
                    "Legend for all plots: no competitors.")
 
 
+def test_alt_text_names_every_tick_of_an_axis_named_in_words():
+    # A size axis labelled "500, 1k, 2k": the 500 is a name too (the full-size read found
+    # it dropped from week 3's alt text); an axis of plain numbers names nothing.
+    fig, (named, plain) = plt.subplots(1, 2)
+    for ax in (named, plain):
+        ax.plot([500, 1000, 2000], [1, 2, 3])
+        ax.set(xlabel="n", ylabel="seconds", title="growth")
+    named.set_xticks([500, 1000, 2000], ["500", "1k", "2k"])
+    plain.set_xticks([500, 1000, 2000])
+    fig.canvas.draw()
+    try:
+        labels = book.figure_labels(fig)
+    finally:
+        plt.close(fig)
+    assert labels["axes"][0]["xnames"] == ["500", "1k", "2k"]
+    assert labels["axes"][1]["xnames"] == []
+    assert "Horizontal axis: n (500, 1k, 2k)." in book.figure_alt(labels)
+
+
 def test_a_shown_figure_records_its_alt_text():
     fig, ax = plt.subplots()
     ax.plot([1, 2], [3, 4])
