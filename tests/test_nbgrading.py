@@ -67,17 +67,21 @@ def test_tests_after_an_answer_cell_stopped_at_the_time_limit_are_known(tmp_path
     timeout = nbformat.v4.new_output("error", ename=verify.CELL_TIMEOUT, evalue="", traceback=[])
     cells[2].outputs = [timeout]
     path = tmp_path / "week8.ipynb"
+
+    def stopped():
+        return verify._after_a_timeout(verify._kernel_notebook(path))
+
     nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
-    assert verify._after_a_timeout(path) == {"test_side_by_side_hidden": "side_by_side", "test_job": "side_by_side"}
+    assert stopped() == {"test_side_by_side_hidden": "side_by_side", "test_job": "side_by_side"}
     nbformat.write(nbformat.v4.new_notebook(cells=cells[:2]), path)
-    assert verify._after_a_timeout(path) == {}
+    assert stopped() == {}
     # a test cell stopped at the limit (an answer too slow for it) counts only for itself
     cells[2].outputs, cells[1].outputs = [], [timeout]
     cells[1].metadata["nbgrader"]["grade"] = True
     nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
-    assert verify._after_a_timeout(path) == {}
+    assert stopped() == {}
     path.write_text("{not json")
-    assert verify._after_a_timeout(path) == {}
+    assert verify._kernel_notebook(path) is None and stopped() == {}
 
 
 def test_only_a_kernel_that_gave_more_than_is_stored_is_flagged():

@@ -126,9 +126,10 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path,
         if not verdicts:
             continue
         speedups.update({v.grade_id: v.measured for v in verdicts if v.measured is not None})
-        refused_in_kernel = _refused_cells(path)
-        timed_out = _cells_with_error(path, CELL_TIMEOUT)
-        stopped_by = _after_a_timeout(path)
+        graded = _kernel_notebook(path)  # read once for the three questions below
+        refused_in_kernel = _refused_cells(graded)
+        timed_out = _cells_with_error(graded, CELL_TIMEOUT)
+        stopped_by = _after_a_timeout(graded)
         with _environment(**_nbgrader_env()), _quiet_warnings(), Gradebook(course.db_url) as gb:
             for verdict in verdicts:
                 try:
@@ -280,23 +281,33 @@ def _zero_tests(course: Course, student: str, assignment: str, source: Path,
     return zeroed
 
 
-def _refused_cells(path: Path) -> set[str]:
-    """Grade ids whose cell raised ``UnreliableMeasurement`` in the student's kernel."""
-    return _cells_with_error(path, "UnreliableMeasurement")
+def _kernel_notebook(path: Path) -> nbformat.NotebookNode | None:
+    """The notebook as the student's kernel left it; None when it cannot be read.
 
-
-def _cells_with_error(path: Path, ename: str) -> set[str]:
-    """Grade ids whose cell ended with an error named ``ename`` in the student's kernel."""
+    An unreadable notebook shows no error and no stopped cell, so each question asked of
+    it below has the empty answer.
+    """
     try:
-        nb = nbformat.read(path, as_version=4)
-    except Exception:  # noqa: BLE001 - unreadable: no such error that we can see
+        return nbformat.read(path, as_version=4)
+    except Exception:  # noqa: BLE001 - any damage: nothing in it can be seen
+        return None
+
+
+def _refused_cells(nb: nbformat.NotebookNode | None) -> set[str]:
+    """Grade ids whose cell raised ``UnreliableMeasurement`` in the student's kernel."""
+    return _cells_with_error(nb, "UnreliableMeasurement")
+
+
+def _cells_with_error(nb: nbformat.NotebookNode | None, ename: str) -> set[str]:
+    """Grade ids whose cell ended with an error named ``ename`` in the student's kernel."""
+    if nb is None:
         return set()
     return {cell.metadata.get("nbgrader", {}).get("grade_id") for cell in nb.cells if cell.cell_type == "code"
             and any(o.get("output_type") == "error" and o.get("ename") == ename
                     for o in cell.get("outputs", []))} - {None}
 
 
-def _after_a_timeout(path: Path) -> dict[str, str]:
+def _after_a_timeout(nb: nbformat.NotebookNode | None) -> dict[str, str]:
     """Each code cell that ran after a non-test cell stopped at the time limit in the student's kernel, with its id.
 
     Such a cell ran without what the stopped one would have defined (an answer cell that
@@ -306,18 +317,13 @@ def _after_a_timeout(path: Path) -> dict[str, str]:
 
     Examples
     --------
-    >>> import tempfile
     >>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(metadata={"nbgrader": {"grade_id": g}})
     ...                                      for g in ("table", "test_table", "test_other")])
     >>> nb.cells[0].outputs = [nbformat.v4.new_output("error", ename=CELL_TIMEOUT, evalue="", traceback=[])]
-    >>> path = Path(tempfile.mkdtemp()) / "nb.ipynb"
-    >>> nbformat.write(nb, path)
-    >>> _after_a_timeout(path)
+    >>> _after_a_timeout(nb)
     {'test_table': 'table', 'test_other': 'table'}
     """
-    try:
-        nb = nbformat.read(path, as_version=4)
-    except Exception:  # noqa: BLE001 - unreadable: no such cell that we can see
+    if nb is None:
         return {}
     first, after = None, {}
     for cell in nb.cells:
