@@ -108,13 +108,20 @@ def estimate(seed, n_tasks, n_scenarios, workers=1):
     return summarise(late, total_days, n_tasks * n_scenarios)
 ''',
     },
-    # Processes instead of threads: each worker a process of its own, forked per call (tens
-    # of milliseconds to start), the task function sent by reference. At the parallel test's
-    # 50,000 scenarios per task that start is paid back: full marks, as the threads get, on
-    # cores of its own (course grade --workers N pins each notebook's). Beside a CPU-bound
-    # neighbour on the same 2 cores (make test's other worker) the forked workers' start-up
-    # is slowed and only part of it is taken out: 0.2 of the 3 parallel points in one run
-    # (5 December), while the threads kept all 3. So that cell's range is the whole scale.
+    # Processes instead of threads: each worker a process of its own, a new pool forked on
+    # every call, the task function sent by reference. Whether that pays at the parallel
+    # test's 50,000 scenarios per task depends on the process it forks from, not only on the
+    # machine. Measured 6 December on a 2-core AMD EPYC, quiet: in a fresh Python process
+    # (parallel_points itself, in and out of the sandbox) 1.52x-1.54x, 2 of 2 points; in the
+    # verifier's worker, which has run the notebook's earlier cells, 1.03x, 0 of 2 (the
+    # one-worker call 118 ms there against 162 ms in the fresh process, the pool's call 108
+    # ms against 116-120). The serial side gains from a process whose memory allocator has
+    # already grown its heap (with glibc's trim and mmap thresholds raised, the fresh process
+    # ran the one-worker call in 105 ms and the pool at 1.34x); each new pool's workers start
+    # cold, and a large Python heap makes every fork dearer (a fresh process holding 6 million
+    # small tuples: 1.06x). On the machine of the 6 December morning's series it stored 2 of
+    # 2 in both runs; on this one 0 in five runs beside a competitor and 0.09 quiet. So that
+    # cell's range is the whole scale (Week 7's chapter measures what starting a pool costs).
     "processes": {
         "estimate": '''
 def estimate(seed, n_tasks, n_scenarios, workers=1):
