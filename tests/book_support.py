@@ -33,6 +33,11 @@ PLUMBING = re.compile(r"\b(claims\.(claim|record|passage)|record|glue)\(")
 COMMAND = ("build", ".", "-W", "-n", "--keep-going")
 SIZE = "small"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# A line Sphinx or Jupyter Book logs after a traceback: its end (see BuildResult.tracebacks).
+_SPHINX_LINE = re.compile(r"(reading sources|looking for now-outdated|pickling environment|checking "
+                          r"consistency|preparing documents|writing output|copying |build (succeeded|"
+                          r"finished)|Executing: |Executed |Running Jupyter-Book|.*WARNING: |"
+                          r"\[mystnb|=+$)")
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,19 @@ class BuildResult:
                 continue
             found.append(f"--- {path.name} (last {lines} lines) ---\n"
                          + "\n".join(text.splitlines()[-lines:]))
+        # With show_tb (this book's _config.yml) the traceback follows the warning line in
+        # the build's own output instead: the lines up to the next line Sphinx logs.
+        out = _ANSI.sub("", self.output).splitlines()
+        for i, line in enumerate(out):
+            if "Executing notebook failed" not in line:
+                continue
+            block = []
+            for following in out[i + 1:i + 400]:
+                if _SPHINX_LINE.match(following):
+                    break
+                block.append(following)
+            found.append(f"--- {line.split(': WARNING')[0].strip()}: the traceback's last {lines} lines ---\n"
+                         + "\n".join(block[-lines:]))
         return "\n".join(found)
 
 
