@@ -754,4 +754,7 @@ def test_writing_large_results_is_not_billed_twice_or_forgiven_twice(tmp_path):
         nbformat.write(nb, path)
     verdict, = verify_notebook(source, submitted, timeout=60, log=tmp_path / "log.txt")
     assert verdict.conclusive, verdict.detail
-    assert verdict.measured is not None and 5 < verdict.measured < 1000, verdict.detail
+    # The upper bound is far from the in-process figure and far below the bug's: beside the
+    # other xdist worker the reference's sorts once took 1.07 s a call, ten times their quiet
+    # time, and the honest reading was 1,112x (interval 317x to 1,940x).
+    assert verdict.measured is not None and 5 < verdict.measured < 20_000, verdict.detail
