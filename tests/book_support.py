@@ -80,7 +80,10 @@ class BuildResult:
                 continue
             block = []
             for following in out[i + 1:i + 400]:
-                if _SPHINX_LINE.match(following):
+                # Sphinx's next line, or the chained error that ends the build: the cell's
+                # error (a ClaimFailed and its message) is just above either.
+                if _SPHINX_LINE.match(following.strip()) or following.startswith(
+                        ("myst_nb.core.execute.base.ExecutionError", "The above exception")):
                     break
                 block.append(following)
             found.append(f"--- {line.split(': WARNING')[0].strip()}: the traceback's last {lines} lines ---\n"
