@@ -1129,6 +1129,13 @@ def _install_remote_helpers() -> None:
 
     compare.__doc__ = real_compare.__doc__
     timing.compare = compare
+    # The tampering check compares timing's globals with a snapshot taken at import (it
+    # guards the student's kernel); in this process, which runs no student code, the
+    # snapshot takes the replacement, or every later check would report it.
+    from course_lib.grading import _state
+
+    _state._SNAPSHOTS[timing.__name__][1]["compare"] = compare
+    _state._CODES[(timing.__name__, "compare")] = (compare, compare.__code__)
 
 
 def _remote_compare(baseline: Callable, candidate: Callable, args: tuple, make_args: Callable | None,
