@@ -38,10 +38,9 @@ demo: $(STAMP)
 # --no-loadscope-reorder: hand groups out in collection order (conftest puts the long
 # self-tests first); xdist's default sends the groups with most tests first, one-test
 # self-tests last, so week 8's 17 minutes started 10-18 minutes into the run.
-# --durations: the log ends with the slowest tests, the figures issue 28's budget is cut from.
 TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=25
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 # The book (Jupyter Book 1): strict (-W -n), executed chapters cached by their code.
 # MEASURE_FIRST_SIZE=small (the default here) builds the whole book in minutes; =full
