@@ -562,6 +562,14 @@ def compare(
         # they dominate (a 0.2 ms call whose input takes 1 ms to draw) the rounds would
         # take many times the budget. Past the minimum, rounds also stop at twice it.
         _run_rounds(one_round, budget, min_rounds, wall_limit=_WALL_FACTOR * budget)
+    return _summary(base_t, cand_t, loops, budget, confidence, started)
+
+
+def _summary(base_t: list[float] | tuple[float, ...], cand_t: list[float] | tuple[float, ...],
+             loops: tuple[int, int] | list[int], budget: float, confidence: float,
+             started: float) -> Comparison:
+    """The :class:`Comparison` of paired rounds' seconds per call (shared with the grader's
+    verifier, which times a student's side in another process)."""
     ratios = tuple(b / c if c > 0 else math.inf for b, c in zip(base_t, cand_t))
     low, ratio, high = _median_ci(ratios, confidence)
     base_s, cand_s = statistics.median(base_t), statistics.median(cand_t)

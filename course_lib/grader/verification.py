@@ -1134,8 +1134,7 @@ def _install_remote_helpers() -> None:
     # snapshot takes the replacement, or every later check would report it.
     from course_lib.grading import _state
 
-    _state._SNAPSHOTS[timing.__name__][1]["compare"] = compare
-    _state._CODES[(timing.__name__, "compare")] = (compare, compare.__code__)
+    _state._accept_replacement(timing, "compare", compare)
 
 
 def _remote_compare(baseline: Callable, candidate: Callable, args: tuple, make_args: Callable | None,
@@ -1150,7 +1149,7 @@ def _remote_compare(baseline: Callable, candidate: Callable, args: tuple, make_a
     from course_lib import timing
     from course_lib.grading import _speed
 
-    started = time.perf_counter()
+    started = timing._perf_counter()
     student_is_baseline = isinstance(baseline, _Remote)
     remote, local = (baseline, candidate) if student_is_baseline else (candidate, baseline)
     if make_args is None:
@@ -1163,18 +1162,7 @@ def _remote_compare(baseline: Callable, candidate: Callable, args: tuple, make_a
         base_t, cand_t, loops = remote_t, local_t, (measured.batch, measured.reference_batch)
     else:
         base_t, cand_t, loops = local_t, remote_t, (measured.reference_batch, measured.batch)
-    ratios = tuple(b / c if c > 0 else math.inf for b, c in zip(base_t, cand_t))
-    low, ratio, high = _speed._median_interval(ratios)
-    base_s, cand_s = statistics.median(base_t), statistics.median(cand_t)
-    warning = None
-    if min(base_s, cand_s) < timing._MICROSECOND_ZONE:
-        warning = (f"the faster side takes {_fmt_seconds(min(base_s, cand_s))} per call (under 1 ms): "
-                   + timing._MICROSECOND_WARNING)
-    return timing.Comparison(ratio=ratio, low=low, high=high, rounds=len(ratios), ratios=ratios,
-                             baseline_seconds=base_s, candidate_seconds=cand_s, loops_baseline=loops[0],
-                             loops_candidate=loops[1], budget=float(budget), warning=warning,
-                             baseline_times=tuple(base_t), candidate_times=tuple(cand_t),
-                             elapsed=time.perf_counter() - started)
+    return timing._summary(base_t, cand_t, loops, budget, 0.95, started)
 
 
 def _record(measured: _Measured) -> None:
