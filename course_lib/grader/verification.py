@@ -725,7 +725,8 @@ class _Measured:
 PROFILE_STAGES = ("worker start", "student cells", "setup and provided cells", "tests", "performance tests",
                   "staging inputs", "timed batches (student)", "timed batches (reference)", "result checks")
 """Where a verification's time goes, as ``verify_notebook(profile=...)`` reports it: the first
-five add up to the verifier's run; the last four are parts of "performance tests"."""
+five add up to the verifier's run; the last four are parts of "performance tests". Beside
+them, ``cell GRADE_ID`` is each graded cell's own share of "tests" or "performance tests"."""
 
 _PROFILE: dict[str, float] = {}
 
@@ -1456,9 +1457,11 @@ def _settled(readings: list[CellVerdict]) -> CellVerdict:
 def _judge_cell(cell: dict, ns: dict, worker: _Worker, answers: set[str], unreadable: set[str]) -> CellVerdict | None:
     """Run one instructor cell in the verifier; the verdict if it is a graded test cell."""
     grade_id = cell["grade_id"]
-    stage = ("setup and provided cells" if not (grade_id and cell["graded"]) else
+    graded = bool(grade_id and cell["graded"])
+    stage = ("setup and provided cells" if not graded else
              "performance tests" if is_performance_cell(grade_id) else "tests")
-    with _spent(stage):
+    # A graded cell's own seconds too, so that --profile can name the dearest tests.
+    with _spent(stage), (_spent(f"cell {grade_id}") if graded else contextlib.nullcontext()):
         return _judged_cell(cell, ns, worker, answers, unreadable)
 
 
