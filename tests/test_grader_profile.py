@@ -39,7 +39,8 @@ def test_the_verifiers_cells_are_parts_not_stages():
 def test_the_dearest_cells_are_named_per_notebook_and_never_added_to_its_total():
     row = {**kernel_stages(TIMINGS, 30.0, IS_TEST, IS_PERFORMANCE),
            **verifier_stages({"student cells": 20.0, "tests": 14.5, "cell test_side_hidden": 14.0}, 40.0)}
-    assert top_cells(row, 2) == [("autograde: cell side_by_side", 18.0), ("verify: cell test_side_hidden", 14.0)]
+    assert top_cells(row, 2) == [("autograde: cell side_by_side", 18.0),
+                                 ("verify: cell test_side_hidden", 14.0)]
     text = format_profile([("week8", row)])
     assert "70.0 s in all" in text                      # 30 s of autograde + 40 s of verify
     assert "dearest cells: autograde: side_by_side 18.0, verify: test_side_hidden 14.0, " \

@@ -39,7 +39,8 @@ from course_lib.grading._errors import TamperingDetected
 __all__ = [
     "_available_cores", "_compare", "_CPUS", "_deepcopy", "_default_rng", "_exponent", "_ExternalSampler",
     "_fmt_bytes", "_limit_threads", "_monotonic_ns", "_peak", "_perf_counter", "_process_time",
-    "_accept_replacement", "_raise_if_tampered", "_sampling_available", "_tampering_problems", "_thread_settings", "_thread_time",
+    "_accept_replacement", "_raise_if_tampered", "_sampling_available", "_tampering_problems",
+    "_thread_settings", "_thread_time",
     "_tm_get", "_tm_is_tracing", "_tm_start", "_tm_stop", "_urandom", "_watch_clock_readers",
 ]
 
