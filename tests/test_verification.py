@@ -212,6 +212,19 @@ def test_partial_credit_is_computed_from_the_measurement(tmp_path):
     assert verdict.conclusive and verdict.score == 3  # about 40x measured, full marks from 4.5x
 
 
+def test_a_grade_that_six_rounds_settle_is_not_measured_further(tmp_path):
+    # About 40x against full marks from 4.5x: every one of six paired ratios earns full marks,
+    # so no further round could change the grade.
+    (tmp_path / "settled").mkdir(), (tmp_path / "between").mkdir()
+    settled = _verify(tmp_path / "settled", FAST, POINTS_TEST)
+    assert settled.score == 3 and "over 6 rounds" in settled.detail, settled.detail
+    # The same answer against full marks at 500x earns part of the points: measured in full.
+    test = POINTS_TEST.replace("full_at=5", "full_at=500").replace("budget=0.3", "budget=0.3, min_call_seconds=1e-4")
+    between = _verify(tmp_path / "between", FAST, test)
+    rounds = int(re.search(r"over (\d+) rounds", between.detail).group(1))
+    assert rounds >= 9 and 0 < between.score < 3, between.detail
+
+
 @pytest.mark.parametrize("trick", [
     # the helper the test calls, rebound in the answer cell
     "\n\ndef assert_speedup(*args, **kwargs):\n    return None\n",

@@ -753,6 +753,10 @@ _ROUND_SECONDS = 0.02
 _MAX_BATCH = 10_000
 _MAX_BATCH_BYTES = 64 * 2**20  # pickled inputs staged for one batch
 _MIN_ROUNDS = 9                # the median of 9 paired ratios has a 96% interval
+# ... but a grade is settled sooner when every one of 6 ratios lies on one side of the cell's
+# boundary: their [min, max] covers the median with probability 96.9% (1 - 2/2^6), and more
+# rounds would only refine a figure whose grade they cannot change (see _Decision.settled).
+_SETTLED_ROUNDS = 6
 _MAX_ROUNDS = 60
 _ROUNDS_BUDGET = 1.5           # timed seconds of rounds per second of the cell's budget
 _WALL_BUDGET = 4.0             # ... and at most this many wall seconds per second of budget
@@ -845,7 +849,8 @@ def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: C
     rng = __import__("numpy").random.default_rng(int.from_bytes(os.urandom(16), "little"))
     # Extra results checked per round, on top of the k_b the reference's batch checks.
     spare = max(0, k_c - k_b)
-    per_round = settings.verify_budget / _MIN_ROUNDS / max(estimate.baseline_seconds, 1e-9)
+    # The check budget spread over the fewest rounds a measurement may take (a settled one).
+    per_round = settings.verify_budget / _SETTLED_ROUNDS / max(estimate.baseline_seconds, 1e-9)
     extra = min(spare, max(1 if spare else 0, int(per_round)))
     ratios: list[float] = []
     base_t: list[float] = []
@@ -891,6 +896,12 @@ def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: C
         ratios.append(base_t[-1] / cand_t[-1])
         spent += t_b + t_c
         rounds, wall = len(ratios), time.perf_counter() - started
+        if rounds >= _SETTLED_ROUNDS:
+            low, ratio, high = _speed._median_interval(ratios)
+            if decision.settled(low, high):
+                return _Measured(ratio, low, high, rounds, statistics.median(base_t),
+                                 statistics.median(cand_t), k_c, statistics.median(path), pools, True,
+                                 tuple(ratios), tuple(base_t), tuple(cand_t), k_b)
         if rounds < _MIN_ROUNDS:
             continue
         if rounds >= _MAX_ROUNDS or spent >= target or wall >= _WALL_BUDGET * settings.budget:

@@ -691,6 +691,26 @@ class _Decision:
             return low < self.passes_at <= high
         return self.spread(low, high) > _UNDECIDED_SHARE * self.points + 1e-9
 
+    def settled(self, low: float, high: float) -> bool:
+        """Whether both ends of the interval earn the very same grade (so more rounds cannot change it).
+
+        A pass/fail check: both ends on one side of ``passes_at``; a partial-credit cell: both
+        ends at full points, or both at none. A bare measurement (no grade) never settles.
+
+        >>> _Decision(full_at=100, zero_at=60, points=4).settled(160.0, 300.0)
+        True
+        >>> _Decision(full_at=100, zero_at=60, points=4).settled(80.0, 300.0)
+        False
+        >>> _Decision(passes_at=2.0).settled(2.5, 9.0), _Decision().settled(2.5, 9.0)
+        (True, False)
+        """
+        if self.passes_at is not None:
+            return low >= self.passes_at or high < self.passes_at
+        if not self.points:
+            return False
+        ends = [_points_for(x, self.full_at, self.zero_at, self.points, self.margin) for x in (low, high)]
+        return ends[0] == ends[1] and ends[0] in (0.0, float(self.points))
+
 
 def _points_for(ratio: float, full_at: float, zero_at: float, points: float, margin: float) -> float:
     low, high = zero_at * (1.0 - margin), full_at * (1.0 - margin)
