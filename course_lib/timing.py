@@ -76,6 +76,13 @@ _WALL_FACTOR = 2.0  # compare's rounds stop at this many times the budget in wal
 # but never longer than the 0.2 s that ``timeit.Timer.autorange`` aims for.
 _BENCH_ROUND_SHARE = 0.1
 _AUTORANGE_TARGET = 0.2
+# compare's calibration reads a side's loop count twice, in case a one-off cost made the first
+# reading slow. When the warm-up call already lasted this many times ``min_round``, one
+# calibration call as slow makes the two readings (a one-off stall of one call, as a loaded
+# machine gives, no longer fixes the count alone), and the second reading of a half-second
+# reference was half a second of grading, in the kernel, in the verifier and in the
+# student's own cells, for nothing.
+_SURE_ROUNDS = 10
 
 # Below this many seconds per call, ratios depend on caches, frequency scaling and
 # the scheduler more than on the code: ``compare`` says so in ``Comparison.warning``.
@@ -540,10 +547,14 @@ def compare(
     # Memory either side frees stays mapped (see warm_heap): what a call costs
     # then does not depend on what this process happened to do before.
     with warm_heap():
+        sure = []
         for side in sides:
-            if warmup:
-                side.run(warmup)
-        calibrated = [_autorange(side.run, min_round, confirm=True) for side in sides]
+            # A side whose warm-up calls each lasted _SURE_ROUNDS rounds' minimum needs one
+            # calibration reading as slow, not two: the warm-up was the first of the two.
+            slow = bool(warmup) and side.run(warmup) / warmup >= _SURE_ROUNDS * min_round
+            sure.append(_SURE_ROUNDS * min_round if slow else math.inf)
+        calibrated = [_autorange(side.run, min_round, confirm=True, sure_above=above)
+                      for side, above in zip(sides, sure)]
         min_rounds = _min_rounds(confidence)
         loops = _balance([n for n, _ in calibrated], [t for _, t in calibrated], budget, min_rounds)
 
@@ -986,18 +997,25 @@ def _timed_loop(
     return t1 - t0
 
 
-def _autorange(run: Callable[[int], float], target: float, confirm: bool = False) -> tuple[int, float]:
+def _autorange(run: Callable[[int], float], target: float, confirm: bool = False,
+               sure_above: float = math.inf) -> tuple[int, float]:
     """Smallest of 1, 2, 5, 10, 20, 50, ... calls whose round lasts ``target`` seconds.
 
     Returns the count and the seconds per call of its (last) round. With
     ``confirm`` the count must reach the target twice in a row, so that a
-    one-off slow call (a JIT compiling, a cold cache) cannot fix it too low.
+    one-off slow call (a JIT compiling, a cold cache) cannot fix it too low;
+    except that a single call lasting ``sure_above`` seconds or more is taken
+    at once (see ``_SURE_ROUNDS``).
+
+    >>> calls = []
+    >>> _autorange(lambda n: calls.append(n) or 0.5, 0.02, confirm=True, sure_above=0.2), calls
+    ((1, 0.5), [1])
     """
     for power in itertools.count():
         for step in (1, 2, 5):
             n = step * 10**power
             seconds = run(n)
-            if seconds >= target and confirm:
+            if seconds >= target and confirm and not (n == 1 and seconds >= sure_above):
                 seconds = run(n)
             if seconds >= target:
                 return n, seconds / n
