@@ -247,6 +247,34 @@ def test_every_timed_result_is_checked(tmp_path):
     assert verdict.score == 0 and "Wrong result in timed round" in verdict.detail
 
 
+def test_the_result_the_reference_warmed_on_is_a_sampled_check_computed_once():
+    import numpy as np
+
+    from course_lib.grading import GradingError, _values
+
+    settings = _speed._speed_settings(0.3, 0.1, 1e-3, 3, None, None, 1e-9, 0.0, 1)
+    estimate = _speed._Estimate(0.01, 0.001, _values._signature(0))
+    inputs = [(k,) for k in range(6)]
+    calls = []
+
+    def baseline(k):
+        calls.append(k)
+        return k * k
+
+    def check(results, warmed, extra):
+        verification._check_batch(results, [0], inputs, 6, extra, np.random.default_rng(0), baseline,
+                                  estimate, settings, 1, warmed)
+
+    right = [k * k for k in range(6)]
+    check(right, (4, 16), extra=3)          # the warmed result, and two more drawn from the others
+    assert len(calls) == 2 and 4 not in calls and set(calls) <= {1, 2, 3, 5}
+    calls.clear()
+    wrong_there = right[:4] + [-1] + right[5:]
+    with pytest.raises(GradingError, match="Wrong result in timed round 1"):
+        check(wrong_there, (4, 16), extra=1)  # caught by the reference's own result on input 4
+    assert calls == []
+
+
 @pytest.mark.parametrize("answer, says", [
     ("class _Yes(int):\n    def __eq__(self, other):\n        return True\n\n\n"
      "def count_known(c, q):\n    return _Yes(0)\n", "not plain data"),

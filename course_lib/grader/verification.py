@@ -869,12 +869,16 @@ def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: C
                 honest = reference.stage(everything) * payload.nbytes / max(1, everything.nbytes)
             else:
                 honest = reference.stage(payload)
+        # The reference warms on one of the student's inputs that its own timed calls do not
+        # take, drawn now and never shown to the worker: that result is one of the round's
+        # sampled checks, computed once instead of twice.
+        warm_on = int(k_b + rng.integers(spare)) if spare else None
         for side in ((0, 1) if len(ratios) % 2 == 0 else (1, 0)):
             if side == 0:
                 worker.pause()  # no student process runs while the reference is timed
                 try:
                     with _spent("timed batches (reference)"):
-                        t_b, expected = reference.batch(k_b, worker.threads or 1)
+                        t_b, expected = reference.batch(k_b, worker.threads or 1, warm_on)
                 finally:
                     worker.resume()
             else:
@@ -889,7 +893,7 @@ def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: C
             path.append(_run_batch(worker, None)[0])  # the same staged inputs, no work
         with _spent("result checks"):
             _check_batch(results, expected, inputs, k_c, extra, rng, baseline, estimate, settings,
-                         len(ratios) + 1)
+                         len(ratios) + 1, reference.warmed)
         t_c += smuggled
         base_t.append(t_b / k_b)
         cand_t.append(t_c / k_c)
@@ -915,8 +919,14 @@ def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: C
 
 
 def _check_batch(results: Any, expected: list, inputs: list, k_c: int, extra: int, rng: Any,
-                 baseline: Callable, estimate: Any, settings: Any, round_: int) -> None:
-    """Every result's type and shape; the reference's inputs' results; a sample of the rest."""
+                 baseline: Callable, estimate: Any, settings: Any, round_: int,
+                 warmed: tuple[int, Any] | None = None) -> None:
+    """Every result's type and shape; the reference's inputs' results; a sample of the rest.
+
+    ``warmed``: ``(index, reference result)`` of a sampled input whose result the reference
+    process computed already (see ``_ReferenceProcess.batch``); the rest of the sample is
+    drawn from the other inputs.
+    """
     from course_lib import grading
     from course_lib.grading import _values
 
@@ -930,8 +940,12 @@ def _check_batch(results: Any, expected: list, inputs: list, k_c: int, extra: in
                     f"{_values._describe_signature(estimate.signature)}, got "
                     f"{_values._describe_signature(_values._signature(result))}")
     checked = list(zip(range(len(expected)), expected))
+    if extra and warmed is not None:
+        checked.append(warmed)
+        extra -= 1
     if extra:
-        for i in rng.choice(range(len(expected), k_c), size=extra, replace=False):
+        rest = [i for i in range(len(expected), k_c) if warmed is None or i != warmed[0]]
+        for i in rng.choice(rest, size=min(extra, len(rest)), replace=False):
             checked.append((int(i), baseline(*inputs[int(i)])))
     for i, reference in checked:
         if i >= k_c:
