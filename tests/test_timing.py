@@ -163,6 +163,24 @@ def test_one_disturbed_round_cannot_decide_the_result():
     assert 0.7 < c.ratio < 1.4
 
 
+def test_a_slow_side_after_a_slow_warm_up_is_calibrated_with_one_reading():
+    calls = {"slow": 0, "stalled": 0}
+
+    def slow():  # 5 ms a call: ten times a 0.5 ms round's minimum
+        calls["slow"] += 1
+        time.sleep(0.005)
+
+    def stalled_once():  # a one-off stall in its first calibration call, fast otherwise
+        calls["stalled"] += 1
+        time.sleep(0.005 if calls["stalled"] == 2 else 0.0002)
+
+    c = timing.compare(slow, stalled_once, budget=0.05, min_round=0.0005)
+    # warm-up, one calibration call, then the rounds: the warm-up was the first slow reading
+    assert c.loops_baseline == 1 and calls["slow"] == 1 + 1 + c.rounds
+    # a fast warm-up leaves the stalled reading to be confirmed by a second calibration call
+    assert calls["stalled"] >= 1 + 2 + c.rounds * c.loops_candidate
+
+
 @pytest.mark.parametrize("warmup", [1, 0])
 def test_numba_compile_time_is_never_counted(warmup):
     numba = pytest.importorskip("numba")
