@@ -44,7 +44,11 @@ changes nothing for the accelerator). 8 of 16.
 
 ``small_job``: the stage table measured on 4,000 readings instead of ``N_JOB`` (40,000): the
 shares look right and ``DOMINANT`` is right, but the total is about a tenth of the grader's
-own run: the 2 points for the measured table are lost, and only those.
+own run: the 2 points for the measured table are lost, and only those (14 of 16). Its one
+timed run is short (price 66 ms, segment 10 ms, quiet): under ``make test``'s load (2-3.7 on
+2 cores, December 2026) a stall in it once named another stage, in the kernel or in the
+verifier's re-run of the cell, and the three points that rest on ``DOMINANT`` went too
+(11): both are what that notebook earns; the measured table's 2 points are lost either way.
 
 ``form_only``: the quiz answered from the form of the options alone, by a student who has
 done none of the measuring: the longest option of each multiple-choice question (the first
@@ -227,6 +231,6 @@ EXPECT = {
                       "test_amdahl_visible": 1, "test_faster_visible": 1,
                       "test_faster_hidden": 0, "test_faster_speed": 0,
                       "test_q1": 1, "test_q2": 0, "test_q3": 0, "test_q4": 0, "total": 8},
-    "small_job": {"test_stage_table_measured": 0, "total": 14},
+    "small_job": {"test_stage_table_measured": 0, "test_faster_speed": "full", "total": (11, 14)},
     "form_only": {"total": (12, 13), **{cell: (0, 1) for cell in QUIZ}},
 }
