@@ -81,9 +81,6 @@ PERFORMANCE_SUFFIXES = ("_speed", "_memory", "_scaling")
 """Grade ids ending in one of these are verified outside the student's kernel."""
 
 _JUDGE = "import sys; from course_lib.grader.verification import _judge_main; sys.exit(_judge_main())"
-_MIN_PAIRS = 9        # timed pairs per speed cell: the median of 9 has a 96% interval
-_MAX_PAIRS = 41
-_PAIR_BUDGET = 2.0    # at least this many seconds of timed pairs (the reference dominates)
 _MAX_RESTARTS = 3     # fresh workers after a runaway call, per notebook
 
 
@@ -814,7 +811,8 @@ def _remote_speedup(candidate: _Remote, baseline: Callable, make_args: Callable,
     paired per-call ratios with a distribution-free interval. The reference's batch gets
     the first inputs of the candidate's batch (the verifier's own, never touched by the
     student), so its results check those of the candidate; more of the candidate's results
-    are checked on a sample drawn after they arrived (unpredictable to the worker), and the
+    are checked on a sample drawn where the worker cannot see it (one input before the round,
+    for the reference to warm on, the rest after the results arrived), and the
     type and shape of every result is checked. ``refuse=False``: calls under
     ``min_call_seconds`` are measured anyway (``timing.compare`` warns instead).
     """
