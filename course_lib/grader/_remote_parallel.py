@@ -17,14 +17,12 @@ rounds, the verdict and its wording are the kernel's own functions
 
 from __future__ import annotations
 
-import os
 import pickle
 import time
 from collections.abc import Callable
 from typing import Any
 
 from course_lib import _concurrency
-from course_lib.grader import _data
 from course_lib.grader import _timed_calls as v
 from course_lib.grader._student_worker import read_frame, write_frame
 
@@ -195,8 +193,5 @@ def _reference_call(process: Any, args: tuple) -> tuple[float, Any, _concurrency
     write_frame(process._w, b"batch 1")
     answer = read_frame(process._r)
     used = sampler.stop(time.perf_counter() - t0)
-    size = os.fstat(process.results_fd).st_size
-    outcome = _data.loads(os.pread(process.results_fd, size, 0))
-    if answer != b"ok" or outcome[0] != "ok":
-        raise RuntimeError(f"the reference failed: {outcome[1:]}")
-    return max(used.unloaded - v._write_seconds(outcome[1]), 1e-7), outcome[1][0], used
+    results = process.results(answer)
+    return max(used.unloaded - v._write_seconds(results), 1e-7), results[0], used

@@ -333,10 +333,7 @@ class _ReferenceProcess:
         if read_frame(self._r) != b"ok":
             raise RuntimeError("the reference process could not warm up")
         if warm_on is not None:
-            warm = _data.loads(os.pread(self.results_fd, os.fstat(self.results_fd).st_size, 0))
-            if warm[0] != "ok":
-                raise RuntimeError(f"the reference failed: {warm[1:]}")
-            self.warmed = (warm_on, warm[1][0])
+            self.warmed = (warm_on, self.results()[0])
         before = _cpu_seconds(self.pid)
         waits = _Waits(self.pid)
         t0 = time.perf_counter()
@@ -344,11 +341,15 @@ class _ReferenceProcess:
         answer = read_frame(self._r)
         seconds = time.perf_counter() - t0
         seconds = waits.discount(seconds, _cpu_seconds(self.pid) - before, threads)
-        size = os.fstat(self.results_fd).st_size
-        outcome = _data.loads(os.pread(self.results_fd, size, 0))  # written as the worker writes
+        results = self.results(answer)
+        return max(seconds - _write_seconds(results), 1e-7), results
+
+    def results(self, answer: bytes = b"ok") -> list:
+        """The results of the last call or batch, read from the results file (written as the worker writes)."""
+        outcome = _data.loads(os.pread(self.results_fd, os.fstat(self.results_fd).st_size, 0))
         if answer != b"ok" or outcome[0] != "ok":
             raise RuntimeError(f"the reference failed: {outcome[1:]}")
-        return max(seconds - _write_seconds(outcome[1]), 1e-7), outcome[1]
+        return outcome[1]
 
     def close(self) -> None:
         if getattr(self, "_watching", None) is not None:
@@ -385,14 +386,13 @@ def _serve_reference_batches(rfd: int, wfd: int, results_fd: int, baseline: Call
         except EOFError:
             return
         collect = False
-        if message == b"warm":  # one untimed call just before the timed batch (see batch())
+        if message.startswith(b"warm"):  # one untimed call just before the timed batch (see batch())
+            chosen = message[5:]  # "warm INDEX": on that input, its result kept
             if staged:
                 collect = _collecting_later()
-                _run_batch(baseline, staged[-1:])
-            write_frame(wfd, b"ok")
-        elif message.startswith(b"warm "):  # the same on a chosen input, its result kept
-            collect = _collecting_later()
-            _write_results(results_fd, _run_batch(baseline, staged[int(message[5:]):][:1]))
+                outcome = _run_batch(baseline, staged[int(chosen):][:1] if chosen else staged[-1:])
+                if chosen:
+                    _write_results(results_fd, outcome)
             write_frame(wfd, b"ok")
         elif message.startswith(b"batch "):  # as the worker does: no collection until answered
             collect = _collecting_later()

@@ -856,6 +856,12 @@ def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: C
     path: list[float] = []
     target, started = _ROUNDS_BUDGET * settings.budget, time.perf_counter()
     spent = 0.0
+
+    def measured(decided: bool) -> _Measured:
+        low, ratio, high = _speed._median_interval(ratios)
+        return _Measured(ratio, low, high, len(ratios), statistics.median(base_t), statistics.median(cand_t),
+                         k_c, statistics.median(path), pools, decided, tuple(ratios), tuple(base_t),
+                         tuple(cand_t), k_b)
     while True:
         inputs = [_checks._fresh_args(make_args) for _ in range(max(k_c, k_b))]
         payload = _pack(inputs[:k_c])
@@ -898,22 +904,23 @@ def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: C
         ratios.append(base_t[-1] / cand_t[-1])
         spent += t_b + t_c
         rounds, wall = len(ratios), time.perf_counter() - started
-        if rounds >= _SETTLED_ROUNDS:
-            low, ratio, high = _speed._median_interval(ratios)
-            if decision.settled(low, high):
-                return _Measured(ratio, low, high, rounds, statistics.median(base_t),
-                                 statistics.median(cand_t), k_c, statistics.median(path), pools, True,
-                                 tuple(ratios), tuple(base_t), tuple(cand_t), k_b)
+        if rounds >= _SETTLED_ROUNDS and decision.settled(*_ends(ratios)):
+            return measured(True)
         if rounds < _MIN_ROUNDS:
             continue
         if rounds >= _MAX_ROUNDS or spent >= target or wall >= _WALL_BUDGET * settings.budget:
-            low, ratio, high = _speed._median_interval(ratios)
-            close = decision.undecided(low, high)
+            close = decision.undecided(*_ends(ratios))
             if (not close or spent >= 2 * target or rounds >= 2 * _MAX_ROUNDS
                     or wall >= 2 * _WALL_BUDGET * settings.budget):
-                return _Measured(ratio, low, high, rounds, statistics.median(base_t),
-                                 statistics.median(cand_t), k_c, statistics.median(path), pools, not close,
-                                 tuple(ratios), tuple(base_t), tuple(cand_t), k_b)
+                return measured(not close)
+
+
+def _ends(ratios: list[float]) -> tuple[float, float]:
+    """The two ends of the median's 95% interval."""
+    from course_lib.grading import _speed
+
+    low, _, high = _speed._median_interval(ratios)
+    return low, high
 
 
 def _check_batch(results: Any, expected: list, inputs: list, k_c: int, extra: int, rng: Any,
