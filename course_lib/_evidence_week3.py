@@ -122,7 +122,7 @@ def implied_speedup(slow_table: Any, fast_table: Any, n: int) -> float:
 
 
 def growth_checks(table: Any, exponent: Any, names: tuple[str, str], grader_slope: float,
-                  smallest: int, largest: int, slack: float = 0.3) -> dict[str, bool]:
+                  smallest: int, largest: int, slack: float = 0.4) -> dict[str, bool]:
     """Each check of a student's doubling table and exponent, by what it checks: True if it holds.
 
     Parameters
@@ -136,8 +136,13 @@ def growth_checks(table: Any, exponent: Any, names: tuple[str, str], grader_slop
         table's sizes broke the rules and nothing was measured).
     smallest, largest : int
         The sizes allowed.
-    slack : float, default 0.3
-        How far the exponent may be from the grader's.
+    slack : float, default 0.4
+        How far the exponent may be from the grader's. An exponent fitted to four sizes is
+        itself a noisy reading: the reference's own fit of the provided function (December
+        2026, 2-core machine, quiet and beside busy processes) ranged 1.78-2.26 while the
+        grader's readings ranged 1.84-2.18, and a reference table at 2.26 beside three
+        grader's readings of 1.92 once failed a slack of 0.3. An exponent of the wrong
+        growth (1 for 2, 2 for 1) still misses by more than twice this.
 
     Examples
     --------
@@ -147,7 +152,7 @@ def growth_checks(table: Any, exponent: Any, names: tuple[str, str], grader_slop
     True
     >>> checks = growth_checks(table, 1.0, ("t", "k"), 1.9, 500, 8000)
     >>> [check for check, holds in checks.items() if not holds]
-    ['k is the slope fitted to t (within 0.02)', "k is within 0.3 of the grader's exponent (1.90)"]
+    ['k is the slope fitted to t (within 0.02)', "k is within 0.4 of the grader's exponent (1.90)"]
     """
     table_name, exponent_name = names
     sizes = doubling_sizes(table, smallest, largest)
