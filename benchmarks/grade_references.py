@@ -19,6 +19,7 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -77,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, default=60, help="seconds a cell may run")
     parser.add_argument("--profile", action="store_true", help="also print where each week's time went")
     parser.add_argument("--runs", type=int, default=1, help="grade the references this many times")
+    parser.add_argument("--json", metavar="FILE",
+                        help="with --profile: also write each notebook's stages and cells' seconds to FILE")
     parser.add_argument("--project", type=int, default=4000,
                         help="notebooks in a term, for the projection (default 4000: 500 students x 8 weeks)")
     parser.add_argument("--project-workers", type=int, default=16, help="grading workers for the projection")
@@ -105,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
 
             print()
             print(format_profile((week, profile) for week, *_, profile in rows))
+            if args.json:  # every cell's seconds, for choosing the next cut (the table shows three)
+                Path(args.json).write_text(json.dumps({week: profile for week, *_, profile in rows}, indent=1))
     if len(totals) == 2:
         extra = totals["sandbox"] - totals["no-sandbox"]
         print(f"\nsandbox cost: {extra:+.1f} s in all, {extra / len(weeks):+.1f} s per notebook "

@@ -12,6 +12,10 @@
     for feedback: removes the ``BEGIN/END HIDDEN TESTS`` regions from the cells and the
     hidden cells' own frames from their tracebacks, so feedback never shows hidden-test source.
 
+A test cell marked as graded outside the kernel only
+(:func:`course_lib.grader.common.graded_outside`) is not run in the student's kernel while
+grading: the check outside the kernel alone decides it (:mod:`course_lib.grader.verify`).
+
 What they record goes to ``nb.metadata["measure_first"]`` (see :data:`METADATA_KEY`), where
 :mod:`course_lib.grader.execute` reads it back from the autograded notebook.
 """
@@ -33,6 +37,8 @@ from nbformat.v4 import new_output
 from nbgrader import utils as nbutils
 from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor, OverwriteCells
 from traitlets import Bool, Enum, Float, Integer, List, Unicode
+
+from course_lib.grader.common import GRADED_OUTSIDE_NOTE, graded_outside
 
 __all__ = [
     "METADATA_KEY",
@@ -298,6 +304,12 @@ class CourseExecute(Execute):
             cell.outputs = [_error_output(NOT_RUN, f"not run: {self._limit_hit[1]}")]
             cell.execution_count = None
             run_sync(self._async_shutdown_unresponsive)()
+            return cell, resources
+        if graded_outside(cell):
+            # Decided by the check outside the kernel alone (see graded_outside); 0 seconds here.
+            cell.outputs = [new_output("stream", name="stdout", text=GRADED_OUTSIDE_NOTE)]
+            cell.execution_count = None
+            self._timings["cells"].append([index, cell.metadata["nbgrader"].get("grade_id"), 0.0])
             return cell, resources
         began = time.monotonic()
         # Everything before the first cell ran is the sandbox and the kernel starting.

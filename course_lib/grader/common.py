@@ -26,13 +26,15 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
 from course_lib.grader._text import writable
 
-__all__ = ["CONFIG_FILE", "Course", "CourseError", "Flag", "SubmissionResult"]
+__all__ = ["CONFIG_FILE", "Course", "CourseError", "Flag", "GRADED_OUTSIDE", "GRADED_OUTSIDE_NOTE",
+           "SubmissionResult", "graded_outside"]
 
 CONFIG_FILE = "nbgrader_config.py"
 """The file that marks a course repository's root and configures nbgrader."""
@@ -228,3 +230,40 @@ def _environment(**values: str) -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+GRADED_OUTSIDE = "# Graded outside your kernel."
+"""A line that marks a test cell graded only outside the student's kernel (see :func:`graded_outside`)."""
+
+GRADED_OUTSIDE_NOTE = ("This check is made by the grader outside your notebook's kernel, once your "
+                       "notebook has run; its verdict follows.\n")
+"""What the kernel's run gives such a cell instead of running it (kept in the feedback)."""
+
+
+def graded_outside(cell: Any) -> bool:
+    r"""Whether a cell is a locked test cell that only the check outside the kernel grades.
+
+    Such a cell checks a student's own figures against the grader's own measurement of the
+    same code (a table of seconds, a claimed speed-up): costly, and in the kernel worth
+    nothing, since a correctness test there only ever caps the verdict made outside it, where
+    the student's code cannot reach the check. So the kernel does not run it while grading
+    (:class:`course_lib.grader._nbpreprocessors.CourseExecute`) and the verifier's verdict is stored
+    (:func:`course_lib.grader.verify._verify`). The mark is the line :data:`GRADED_OUTSIDE`
+    in the cell's source: the kernel reads it in the instructor's source, which nbgrader
+    restores into every locked cell before it runs, and the verifier in the solution itself.
+
+    Examples
+    --------
+    >>> from nbformat.v4 import new_code_cell
+    >>> cell = new_code_cell(GRADED_OUTSIDE + "\nassert_same(f(), 1)")
+    >>> cell.metadata["nbgrader"] = {"grade": True, "grade_id": "t", "locked": True, "solution": False}
+    >>> graded_outside(cell)
+    True
+    >>> cell.metadata["nbgrader"]["locked"] = False  # a cell the student may edit never is
+    >>> graded_outside(cell)
+    False
+    """
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return (cell.get("cell_type") == "code" and bool(meta.get("grade")) and bool(meta.get("locked"))
+            and not meta.get("solution")
+            and any(line.strip() == GRADED_OUTSIDE for line in cell.get("source", "").splitlines()))

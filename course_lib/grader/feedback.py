@@ -37,7 +37,7 @@ from pathlib import Path
 import nbformat
 
 from course_lib.grader._text import remember_host_paths, scrub_host, writable
-from course_lib.grader.common import Flag
+from course_lib.grader.common import GRADED_OUTSIDE_NOTE, Flag
 from course_lib.grader.intake import CopiedIn
 
 __all__ = ["SpeedVerdict", "Standing", "parse_verdict", "render_feedback", "write_feedback", "write_submission_feedback",
@@ -94,7 +94,7 @@ def withhold_after_hidden_tests(nb) -> int:
     holds one, the student's code could print them (a hook on the kernel's cell events, the
     input history, the calling frame) or put them in an error message. From that cell on,
     only what the grader itself wrote is kept: the out-of-kernel verdict appended last to a
-    speed cell, a partial-credit number, and the grader's own errors (not run, kernel died,
+    speed cell, the note on a cell graded outside the kernel only, a partial-credit number, and the grader's own errors (not run, kernel died,
     timeout). Other outputs become one note; an error keeps its type, not its message.
 
     Examples
@@ -120,6 +120,8 @@ def withhold_after_hidden_tests(nb) -> int:
             last = index == len(cell.outputs) - 1
             if kind == "stream" and last and parse_verdict(output.get("text", "")):
                 kept.append(output)  # the grader's, appended after the kernel had finished
+            elif kind == "stream" and index == 0 and output.get("text") == GRADED_OUTSIDE_NOTE:
+                kept.append(output)  # the grader's, in place of a cell the kernel did not run
             elif kind == "error" and output.get("ename") in _GRADER_ERRORS:
                 kept.append(output)
             elif kind == "error":
@@ -393,7 +395,7 @@ def _gradebook_cells(course, student: str, assignment: str) -> tuple[dict[str, f
 
 # --- private helpers -------------------------------------------------------------------------
 
-_VERDICT = re.compile(r"Checked again by the grader outside your kernel: (?P<score>[\d.]+) / (?P<max>[\d.]+)"
+_VERDICT = re.compile(r"Checked (?:again )?by the grader outside your kernel: (?P<score>[\d.]+) / (?P<max>[\d.]+)"
                       r"(?P<kept> \((?:not used|it could not be checked)[^)]*\))?\.\s*(?P<detail>.*)", re.DOTALL)
 _SPEEDUP = re.compile(r"([\d.]+)x, 95% interval ([\d.]+)x to ([\d.]+)x")
 _NEEDS = re.compile(r"this test needs ([^;]*)")

@@ -161,7 +161,8 @@ def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 6
     -------
     list of CellVerdict
         One per test cell of the source notebook, in notebook order; empty if it has no
-        performance cell (then nothing needs verifying).
+        performance cell and no cell graded outside the kernel only (then nothing needs
+        verifying).
 
     Raises
     ------
@@ -177,10 +178,12 @@ def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 6
     # build took 8.7 s of a 14-20 s start at load 13 (python -X importtime).
     import nbformat
 
+    from course_lib.grader.common import graded_outside
+
     source_nb = nbformat.read(str(source), as_version=4)
     student_nb = nbformat.read(str(autograded), as_version=4)
     tests = [_grade_id(c) for c in source_nb.cells if c.cell_type == "code" and _is_test(c)]
-    if not any(is_performance_cell(g) for g in tests):
+    if not any(is_performance_cell(_grade_id(c)) or graded_outside(c) for c in source_nb.cells):
         return []
     if only is not None:
         tests = [g for g in tests if g in only]

@@ -3,7 +3,9 @@
 nbgrader ran the tests in the student's own kernel, where the student's code can reach
 them. :func:`_verify` runs the verifier (:func:`course_lib.grader.verification.verify_notebook`)
 on each autograded notebook and stores its verdicts in the gradebook by the rules below:
-speed, memory and scaling cells get the verifier's score, correctness tests only ever lose
+speed, memory and scaling cells get the verifier's score, and so do the test cells the
+kernel does not run (:func:`~course_lib.grader.common.graded_outside`: a student's figures
+checked against the grader's own measurement); other correctness tests only ever lose
 points to it, and what the verifier could not decide scores zero, flagged. It also serves
 the later reading of cells whose every reading was too noisy to grade on (``only=``), once
 the rest of the batch is graded.
@@ -19,6 +21,7 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +31,7 @@ from nbgrader.api import Gradebook, MissingEntry
 
 from course_lib.grader._nbgrader import _nbgrader_env, _quiet_warnings
 from course_lib.grader._nbpreprocessors import CELL_TIMEOUT
-from course_lib.grader.common import Course, Flag, _environment
+from course_lib.grader.common import Course, Flag, _environment, graded_outside
 from course_lib.grader.execute import Executed
 from course_lib.grader.verification import CellVerdict, is_performance_cell, verify_notebook
 
@@ -83,7 +86,9 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path,
             ) -> tuple[list[Flag], dict[str, float]]:
     """Grade the test cells again outside the student's kernel and store that verdict.
 
-    For speed, memory and scaling cells the out-of-kernel score replaces the in-kernel one;
+    For speed, memory and scaling cells, and for the test cells graded outside the kernel
+    only (:func:`course_lib.grader.common.graded_outside`, which the kernel does not
+    run), the out-of-kernel score replaces the in-kernel one;
     for the other tests it is stored only when it is lower (a rebound ``assert_same`` passes
     in the kernel, never outside it; a mutated input is only visible inside). One gradebook
     transaction per notebook. A stored verdict that differs by a quarter of the cell's points
@@ -123,7 +128,8 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path,
                                                            f"({type(err).__name__}: {err}); 0 points stored for "
                                                            f"its test cells (in the student's kernel: {kernel})"))
             continue
-        if not verdicts:
+        outside = _graded_outside(source)  # from the instructor's notebook, never the student's
+        if not verdicts and (only is not None or not outside):
             continue
         speedups.update({v.grade_id: v.measured for v in verdicts if v.measured is not None})
         graded = _kernel_notebook(path)  # read once for the three questions below
@@ -137,7 +143,10 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path,
                 except MissingEntry:
                     continue
                 in_kernel = float(grade_.auto_score or 0.0)
-                performance = is_performance_cell(verdict.grade_id)
+                # A cell graded outside the kernel only is stored as a performance cell is: the
+                # verifier's verdict, or 0 when it could not decide (the kernel did not run it).
+                only_outside = verdict.grade_id in outside
+                performance = is_performance_cell(verdict.grade_id) or only_outside
                 if only is not None:
                     _store_later_reading(grade_, verdict, in_kernel, flags)
                     continue
@@ -162,7 +171,10 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path,
                     # where a rebound assert_same or a hidden traceback may have decided it.
                     grade_.auto_score = 0.0
                     grade_.needs_manual_grade = False
-                    if in_kernel > 0:
+                    if only_outside:
+                        flags.append(Flag("unverified", (verdict.grade_id,), f"0 points stored (graded outside "
+                                                                           f"the kernel only): {verdict.detail}"))
+                    elif in_kernel > 0:
                         flags.append(Flag("unverified", (verdict.grade_id,), f"0 points stored (in the student's "
                                                                            f"kernel {in_kernel:g}/{verdict.max_score:g}):"
                                                                            f" {verdict.detail}"))
@@ -190,12 +202,22 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path,
                                       f"measured {len(verdict.readings)} times outside the kernel, each reading too "
                                       f"noisy to grade on ({readings} of {verdict.max_score:g} points): the best, "
                                       f"{verdict.score:g}, is stored; grade again with --force on a quieter machine"))
-                elif _kernel_gave_more(in_kernel, verdict.score, verdict.max_score):
+                elif not only_outside and _kernel_gave_more(in_kernel, verdict.score, verdict.max_score):
                     flags.append(Flag("verdict-differs", (verdict.grade_id,),
                                       f"in the student's kernel {in_kernel:g}/{verdict.max_score:g}, outside it "
                                       f"{verdict.score:g}/{verdict.max_score:g} (stored): {verdict.detail}"))
+            if only is None:
+                # A cell graded outside the kernel only that the check outside did not report on
+                # has no verdict at all: 0, never the kernel's full marks for a cell it skipped.
+                for grade_id in sorted(outside - {v.grade_id for v in verdicts}):
+                    with contextlib.suppress(MissingEntry):
+                        grade_ = gb.find_grade(grade_id, path.stem, assignment, student)
+                        grade_.auto_score, grade_.needs_manual_grade = 0.0, False
+                        flags.append(Flag("unverified", (grade_id,), "0 points stored: graded outside the "
+                                                                    "kernel only, and the check there gave no "
+                                                                    "verdict for it"))
             gb.db.commit()
-        _annotate(path, verdicts, later=only is not None)
+        _annotate(path, verdicts, later=only is not None, outside=outside)
     return flags, speedups
 
 
@@ -339,10 +361,17 @@ def _after_a_timeout(nb: nbformat.NotebookNode | None) -> dict[str, str]:
     return after
 
 
-def _annotate(path: Path, verdicts: list, later: bool = False) -> None:
+def _graded_outside(source: Path) -> set[str]:
+    """Grade ids of the test cells of the instructor's notebook ``source`` graded outside the kernel only."""
+    nb = nbformat.read(source, as_version=4)
+    return {c.metadata["nbgrader"]["grade_id"] for c in nb.cells if graded_outside(c)}
+
+
+def _annotate(path: Path, verdicts: list, later: bool = False, outside: set[str] = frozenset()) -> None:
     """Append each cell's out-of-kernel verdict to its outputs, where the feedback shows it.
 
-    Every performance cell's; and a correctness cell's that failed on either side, when the
+    Every performance cell's and every cell's graded outside the kernel only (``outside``);
+    and a correctness cell's that failed on either side, when the
     verifier could decide it: its message is the grader's own, made where the student's code
     never saw a hidden test, so the feedback shows it where the kernel's own is withheld.
     ``later``: the verdicts of a later reading in the batch (see ``nbgrading._later_reading``).
@@ -353,7 +382,7 @@ def _annotate(path: Path, verdicts: list, later: bool = False) -> None:
         verdict = by_id.get(cell.metadata.get("nbgrader", {}).get("grade_id"))
         if verdict is None or cell.cell_type != "code":
             continue
-        if not is_performance_cell(verdict.grade_id):
+        if not is_performance_cell(verdict.grade_id) and verdict.grade_id not in outside:
             failed_in_kernel = any(o.get("output_type") == "error" for o in cell.get("outputs", []))
             if verdict.conclusive and not verdict.refused and (verdict.score < verdict.max_score or failed_in_kernel):
                 text = (f"\nChecked again by the grader outside your kernel: {verdict.score:g} / "
@@ -361,7 +390,8 @@ def _annotate(path: Path, verdicts: list, later: bool = False) -> None:
                 cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=text))
             continue
         kept = "" if verdict.conclusive else " (it could not be checked, so the cell scores 0)"
-        when = "Measured again later in the grading run" if later else "Checked again by the grader"
+        when = ("Measured again later in the grading run" if later else
+                "Checked by the grader" if verdict.grade_id in outside else "Checked again by the grader")
         text = (f"\n{when} outside your kernel: {verdict.score:g} / "
                 f"{verdict.max_score:g}{kept}. {verdict.detail}\n")
         cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=text))
