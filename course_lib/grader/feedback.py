@@ -94,8 +94,9 @@ def withhold_after_hidden_tests(nb) -> int:
     holds one, the student's code could print them (a hook on the kernel's cell events, the
     input history, the calling frame) or put them in an error message. From that cell on,
     only what the grader itself wrote is kept: the out-of-kernel verdict appended last to a
-    speed cell, the note on a cell graded outside the kernel only, a partial-credit number, and the grader's own errors (not run, kernel died,
-    timeout). Other outputs become one note; an error keeps its type, not its message.
+    speed cell, the note on a cell graded outside the kernel only, a partial-credit number,
+    and the grader's own errors (not run, kernel died, timeout). Other outputs become one
+    note; an error keeps its type, not its message.
 
     Examples
     --------
