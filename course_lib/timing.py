@@ -84,6 +84,10 @@ _AUTORANGE_TARGET = 0.2
 # student's own cells, for nothing.
 _SURE_ROUNDS = 10
 
+# Calibration aims this much above a round's minimum, so that the confirming round, as
+# noisy as the first, still reaches it (see _calibrate).
+_CALIBRATION_SPARE = 1.1
+
 # Below this many seconds per call, ratios depend on caches, frequency scaling and
 # the scheduler more than on the code: ``compare`` says so in ``Comparison.warning``.
 _MICROSECOND_ZONE = 1e-3
@@ -432,10 +436,11 @@ def compare(
     1. **Warm-up.** Each side is called ``warmup`` times, untimed, so that
        one-off costs (Numba compiling, caches filling, lazy imports) are never
        counted.
-    2. **Calibration.** Each side gets its own loop count, chosen as
-       ``timeit.Timer.autorange`` does (1, 2, 5, 10, 20, 50, ... calls) until one
-       round lasts at least ``min_round`` seconds, twice in a row (so a first call
-       that was slow for a one-off reason cannot fix the count too low). The
+    2. **Calibration.** Each side gets its own loop count: the calls of a round
+       too short to count tell how many would last ``min_round`` seconds (with
+       10% to spare, at most ten times as many at a step), and the count stands
+       once a round lasts that long twice in a row (so a first call that was
+       slow for a one-off reason cannot fix the count too low). The
        faster side then gets more calls, so that its part of a round lasts about
        as long as the slower side's, as far as the budget allows: paired sides
        that last alike see the same changes in machine speed.
@@ -553,7 +558,7 @@ def compare(
             # calibration reading as slow, not two: the warm-up was the first of the two.
             slow = bool(warmup) and side.run(warmup) / warmup >= _SURE_ROUNDS * min_round
             sure.append(_SURE_ROUNDS * min_round if slow else math.inf)
-        calibrated = [_autorange(side.run, min_round, confirm=True, sure_above=above)
+        calibrated = [_calibrate(side.run, min_round, sure_above=above)
                       for side, above in zip(sides, sure)]
         min_rounds = _min_rounds(confidence)
         loops = _balance([n for n, _ in calibrated], [t for _, t in calibrated], budget, min_rounds)
@@ -1020,6 +1025,34 @@ def _autorange(run: Callable[[int], float], target: float, confirm: bool = False
             if seconds >= target:
                 return n, seconds / n
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _calibrate(run: Callable[[int], float], target: float, sure_above: float = math.inf) -> tuple[int, float]:
+    """The fewest calls whose round lasts ``target`` seconds, twice in a row: count and seconds per call.
+
+    A round that falls short says how many calls would reach the target, and the next
+    round tries that many with 10% to spare (at most ten times the last count). The
+    1-2-5 steps of ``timeit.Timer.autorange`` (kept by :func:`bench`) overshoot by up to
+    2.5 times, and with ``make_args`` every call of a round costs a fresh input: a 1 ms
+    kernel whose 20 calls lasted 19.8 ms got 50 calls a round, and its comparison with
+    a Python loop on fresh million-element inputs took 8.3-10.3 s; calibrated so, 23-24
+    calls and 4.3-4.5 s, the same ratio (median of 6 rounds, 108-110x either way). As in
+    ``_autorange``, a single call lasting ``sure_above`` seconds or more is taken at once.
+
+    >>> calls = []
+    >>> _calibrate(lambda n: calls.append(n) or n * 0.001, 0.02), calls
+    ((22, 0.001), [1, 10, 22, 22])
+    """
+    n = 1
+    while True:
+        seconds = run(n)
+        if seconds >= target and not (n == 1 and seconds >= sure_above):
+            seconds = run(n)  # confirmed by a second reading: a one-off slow round fixes nothing
+        if seconds >= target:
+            return n, seconds / n
+        # (- 1e-9): 10 * 0.02 * 1.1 / 0.01 is 22.000000000000004 in floating point
+        wanted = math.ceil(n * target * _CALIBRATION_SPARE / seconds - 1e-9) if seconds > 0 else 10 * n
+        n = max(n + 1, min(10 * n, wanted))
 
 
 def _balance(loops: list[int], per_call: list[float], budget: float, min_rounds: int) -> list[int]:

@@ -181,6 +181,41 @@ def test_a_slow_side_after_a_slow_warm_up_is_calibrated_with_one_reading():
     assert calls["stalled"] >= 1 + 2 + c.rounds * c.loops_candidate
 
 
+def test_calibration_takes_the_calls_a_short_round_predicts_not_the_next_1_2_5_step():
+    # 0.99 ms a call: 20 calls last 19.8 ms, just short of the 20 ms minimum, where the
+    # 1-2-5 steps jump to 50 calls a round (each with a fresh input under make_args).
+    calls = []
+
+    def run(n):
+        calls.append(n)
+        return n * 0.00099
+
+    assert timing._calibrate(run, 0.02) == (23, pytest.approx(0.00099))
+    assert calls == [1, 10, 23, 23]  # 10 * 0.02 * 1.1 / 9.9 ms = 22.2; confirmed by a second round
+    # A round still short after a prediction (the machine sped up) predicts again, and a
+    # one-off slow round is never taken without its confirming reading.
+    readings = iter([0.001, 0.015, 0.019, 0.05, 0.0185, 0.021, 0.0205])
+    counts = []
+    assert timing._calibrate(lambda n: counts.append(n) or next(readings), 0.02) == (22, pytest.approx(0.0205 / 22))
+    assert counts == [1, 10, 15, 18, 18, 22, 22]
+
+
+def test_a_comparison_on_fresh_inputs_draws_about_the_inputs_its_rounds_need():
+    made = {"n": 0}
+
+    def make_args():
+        made["n"] += 1
+        return ()
+
+    c = timing.compare(lambda: _spin(0.004), lambda: _spin(0.00099), make_args=make_args, budget=0.05,
+                       min_round=0.02, warmup=0)
+    # Each side's part of a round lasts the minimum with 10% to spare at most (a busy machine
+    # stretches a spin, never shortens it): 23 calls of the candidate, not the 50 that the 1-2-5
+    # steps gave, and the calibration drew 1 + 10 + 23 + 23 inputs for it, not 138.
+    assert c.loops_candidate <= 23 and c.loops_baseline <= 6
+    assert made["n"] - c.rounds * (c.loops_baseline + c.loops_candidate) <= 100
+
+
 @pytest.mark.parametrize("warmup", [1, 0])
 def test_numba_compile_time_is_never_counted(warmup):
     numba = pytest.importorskip("numba")
