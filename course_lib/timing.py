@@ -1002,26 +1002,20 @@ def _timed_loop(
     return t1 - t0
 
 
-def _autorange(run: Callable[[int], float], target: float, confirm: bool = False,
-               sure_above: float = math.inf) -> tuple[int, float]:
+def _autorange(run: Callable[[int], float], target: float) -> tuple[int, float]:
     """Smallest of 1, 2, 5, 10, 20, 50, ... calls whose round lasts ``target`` seconds.
 
-    Returns the count and the seconds per call of its (last) round. With
-    ``confirm`` the count must reach the target twice in a row, so that a
-    one-off slow call (a JIT compiling, a cold cache) cannot fix it too low;
-    except that a single call lasting ``sure_above`` seconds or more is taken
-    at once (see ``_SURE_ROUNDS``).
+    Returns the count and the seconds per call of its round, as
+    ``timeit.Timer.autorange`` does (:func:`bench`; :func:`compare` uses :func:`_calibrate`).
 
     >>> calls = []
-    >>> _autorange(lambda n: calls.append(n) or 0.5, 0.02, confirm=True, sure_above=0.2), calls
-    ((1, 0.5), [1])
+    >>> _autorange(lambda n: calls.append(n) or n * 0.003, 0.02), calls
+    ((10, 0.003), [1, 2, 5, 10])
     """
     for power in itertools.count():
         for step in (1, 2, 5):
             n = step * 10**power
             seconds = run(n)
-            if seconds >= target and confirm and not (n == 1 and seconds >= sure_above):
-                seconds = run(n)
             if seconds >= target:
                 return n, seconds / n
     raise AssertionError("unreachable")  # pragma: no cover
@@ -1036,8 +1030,8 @@ def _calibrate(run: Callable[[int], float], target: float, sure_above: float = m
     2.5 times, and with ``make_args`` every call of a round costs a fresh input: a 1 ms
     kernel whose 20 calls lasted 19.8 ms got 50 calls a round, and its comparison with
     a Python loop on fresh million-element inputs took 8.3-10.3 s; calibrated so, 23-24
-    calls and 4.3-4.5 s, the same ratio (median of 6 rounds, 108-110x either way). As in
-    ``_autorange``, a single call lasting ``sure_above`` seconds or more is taken at once.
+    calls and 4.3-4.5 s, the same ratio (median of 6 rounds, 108-110x either way). A single
+    call lasting ``sure_above`` seconds or more is taken at once (see ``_SURE_ROUNDS``).
 
     >>> calls = []
     >>> _calibrate(lambda n: calls.append(n) or n * 0.001, 0.02), calls
