@@ -315,12 +315,13 @@ class _ReferenceProcess:
             raise RuntimeError("the reference process could not stage its inputs")
         return max(0.0, _cpu_seconds(self.pid) - before - int(answer[3:]) / 1e9)
 
-    def batch(self, calls: int, threads: int, warm_on: int | None = None) -> tuple[float, list]:
+    def batch(self, calls: int, threads: int, warm_on: int | None = None, warm: bool = True) -> tuple[float, list]:
         """(seconds per batch, results) of ``calls`` timed calls on the first staged inputs.
 
         ``warm_on``: the staged input the untimed warming call takes (default the last); its
         result is kept in :attr:`warmed` as ``(index, result)``, a reference result the
         verifier then need not compute again to check the student's result on that input.
+        ``warm=False``: no warming call (the caller judged its few milliseconds negligible).
         """
         # A process that has slept while the other side ran starts its next call slower
         # (measured: a 12 ms loop reference took 14 ms per call cold, 12.4-12.8 after one
@@ -329,11 +330,12 @@ class _ReferenceProcess:
         # reference is warmed before its clock starts. Its input is one the timed calls
         # reach last or not at all.
         self.warmed = None
-        write_frame(self._w, b"warm" if warm_on is None else b"warm %d" % warm_on)
-        if read_frame(self._r) != b"ok":
-            raise RuntimeError("the reference process could not warm up")
-        if warm_on is not None:
-            self.warmed = (warm_on, self.results()[0])
+        if warm:
+            write_frame(self._w, b"warm" if warm_on is None else b"warm %d" % warm_on)
+            if read_frame(self._r) != b"ok":
+                raise RuntimeError("the reference process could not warm up")
+            if warm_on is not None:
+                self.warmed = (warm_on, self.results()[0])
         before = _cpu_seconds(self.pid)
         waits = _Waits(self.pid)
         t0 = time.perf_counter()

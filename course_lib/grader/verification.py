@@ -761,6 +761,7 @@ _MAX_ROUNDS = 60
 _ROUNDS_BUDGET = 1.5           # timed seconds of rounds per second of the cell's budget
 _WALL_BUDGET = 4.0             # ... and at most this many wall seconds per second of budget
 _PATH_PROBES = 3               # empty batches that measure the round trip
+_WARM_NEGLIGIBLE = 0.2         # seconds of one reference call past which a fresh reading's is not warmed
 
 
 def _staged_call(fn: _Remote, args: tuple, whole_sandbox: bool = False) -> tuple[float, float, Any]:
@@ -806,7 +807,7 @@ def _batch_sizes(estimate: Any, input_bytes: int) -> tuple[int, int]:
 
 
 def _remote_speedup(candidate: _Remote, baseline: Callable, make_args: Callable, settings: Any,
-                    fastest: float, decision: Any, refuse: bool = True) -> _Measured:
+                    fastest: float, decision: Any, as_compare: bool = False) -> _Measured:
     """The speed-up measured as :func:`course_lib.timing.compare` measures it, across processes.
 
     Interleaved rounds (reference then candidate, then the other way round), each side's
@@ -816,8 +817,12 @@ def _remote_speedup(candidate: _Remote, baseline: Callable, make_args: Callable,
     student), so its results check those of the candidate; more of the candidate's results
     are checked on a sample drawn where the worker cannot see it (one input before the round,
     for the reference to warm on, the rest after the results arrived), and the
-    type and shape of every result is checked. ``refuse=False``: calls under
-    ``min_call_seconds`` are measured anyway (``timing.compare`` warns instead).
+    type and shape of every result is checked. ``as_compare``: the rules of
+    :func:`course_lib.timing.compare`, for a test that holds a student's own figure to a
+    fresh reading within a wide factor (see :func:`_remote_compare`): calls under
+    ``min_call_seconds`` are measured anyway (``compare`` warns instead), rounds stop at
+    compare's minimum once the budget is spent, and a reference whose batch is one call of
+    at least :data:`_WARM_NEGLIGIBLE` seconds is not warmed first.
     """
     from course_lib import timing
     from course_lib.grading import _speed
@@ -828,12 +833,12 @@ def _remote_speedup(candidate: _Remote, baseline: Callable, make_args: Callable,
         worker.warm_heap(timing._WARM_HEAP_MIB)  # freed memory stays mapped, as in compare
         try:
             estimate = _remote_correctness(candidate, baseline, make_args, settings)
-            if refuse:
+            if not as_compare:
                 _speed._refuse_microseconds(estimate, fastest, settings.min_call_seconds)
             reference = _ReferenceProcess(baseline)
             try:
                 return _remote_rounds(candidate, reference, baseline, make_args, settings, estimate,
-                                      decision, pools)
+                                      decision, pools, as_compare)
             finally:
                 reference.close()
         finally:
@@ -841,12 +846,18 @@ def _remote_speedup(candidate: _Remote, baseline: Callable, make_args: Callable,
 
 
 def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: Callable, make_args: Callable,
-                   settings: Any, estimate: Any, decision: Any, pools: str) -> _Measured:
+                   settings: Any, estimate: Any, decision: Any, pools: str, as_compare: bool = False) -> _Measured:
+    from course_lib import timing
     from course_lib.grading import _checks, _speed
 
     worker = candidate.worker
     probe = _checks._fresh_args(make_args)
     k_c, k_b = _batch_sizes(estimate, _pack(probe).nbytes)
+    min_rounds = timing._min_rounds(0.95) if as_compare else _MIN_ROUNDS
+    # A cold reference call is slower by about the same few milliseconds whatever its length
+    # (see _ReferenceProcess.batch): a share that a check within a factor of 3 cannot feel once
+    # one call lasts _WARM_NEGLIGIBLE, while the warming call doubles what its rounds cost.
+    warm = not (as_compare and k_b == 1 and estimate.baseline_seconds >= _WARM_NEGLIGIBLE)
     rng = __import__("numpy").random.default_rng(int.from_bytes(os.urandom(16), "little"))
     # Extra results checked per round, on top of the k_b the reference's batch checks.
     spare = max(0, k_c - k_b)
@@ -885,7 +896,7 @@ def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: C
                 worker.pause()  # no student process runs while the reference is timed
                 try:
                     with _spent("timed batches (reference)"):
-                        t_b, expected = reference.batch(k_b, worker.threads or 1, warm_on)
+                        t_b, expected = reference.batch(k_b, worker.threads or 1, warm_on, warm)
                 finally:
                     worker.resume()
             else:
@@ -909,7 +920,7 @@ def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: C
         rounds, wall = len(ratios), time.perf_counter() - started
         if rounds >= _SETTLED_ROUNDS and decision.settled(*_ends(ratios)):
             return measured(True)
-        if rounds < _MIN_ROUNDS:
+        if rounds < min_rounds:
             continue
         if rounds >= _MAX_ROUNDS or spent >= target or wall >= _WALL_BUDGET * settings.budget:
             close = decision.undecided(*_ends(ratios))
@@ -1190,7 +1201,7 @@ def _remote_compare(baseline: Callable, candidate: Callable, args: tuple, make_a
         make_args = lambda: args  # noqa: E731  (the staged copies are fresh objects anyway)
     settings = dataclasses.replace(_speed._speed_settings(budget, 0.0, 1e-3, 3, None, None, 1e-9, 0.0, 1),
                                    comparator=lambda result, expected: None, default_check=False)
-    measured = _remote_speedup(remote, local, make_args, settings, 1.0, _speed._Decision(), refuse=False)
+    measured = _remote_speedup(remote, local, make_args, settings, 1.0, _speed._Decision(), as_compare=True)
     local_t, remote_t = measured.baseline_times, measured.candidate_times
     if student_is_baseline:  # measured as local over remote; compare's ratio is baseline over candidate
         base_t, cand_t, loops = remote_t, local_t, (measured.batch, measured.reference_batch)
