@@ -864,6 +864,8 @@ def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: C
     # The check budget spread over the fewest rounds a measurement may take (a settled one).
     per_round = settings.verify_budget / _SETTLED_ROUNDS / max(estimate.baseline_seconds, 1e-9)
     extra = min(spare, max(1 if spare else 0, int(per_round)))
+    if as_compare:
+        extra = 0  # compare checks no result: a sampled reference call would be work for nothing
     ratios: list[float] = []
     base_t: list[float] = []
     cand_t: list[float] = []
