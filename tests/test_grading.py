@@ -785,6 +785,26 @@ def test_threads_that_share_the_work_earn_the_parallel_points():
 
 
 @needs_two_cores
+def test_the_kernel_reads_a_parallel_cell_from_its_checks_while_autograding(monkeypatch):
+    # The stored verdict is the verifier's; in the kernel, the checked calls after the first
+    # are the reading (no interleaved rounds), and they still tell parallel work from serial.
+    calls = []
+
+    def counted(seed, n_chunks, n, workers):
+        calls.append(workers)
+        return threaded_total(seed, n_chunks, n, workers)
+
+    def ignores_workers(seed, n_chunks, n, workers):
+        return serial_total(seed, n_chunks, n)
+
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    assert _parallel(counted) == 4.0
+    assert sorted(calls) == [1, 1, 1, 2, 2, 2]  # three checks, one call on each side
+    with pytest.raises(GradingError, match=r"Not parallel: with 2 workers 1 thread .* a short reading in your kernel while graded \(its 2 checked"):
+        _parallel(ignores_workers)
+
+
+@needs_two_cores
 def test_work_done_one_task_after_another_is_not_parallel():
     def ignores_workers(seed, n_chunks, n, workers):
         return serial_total(seed, n_chunks, n)

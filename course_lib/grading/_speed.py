@@ -35,7 +35,7 @@ from course_lib.grading._values import _describe_signature, _problem, _same_valu
 # The public names, then what the package's other modules, preview and the verifier use from here.
 __all__ = [
     "assert_speedup", "speedup_points", "measured_speedup", "_Decision", "_Estimate", "_measure_speedup",
-    "_median_interval", "_points_for", "_quick", "_QUICK_SHARE", "_refuse_microseconds", "_speed_settings",
+    "_median_interval", "_points_for", "_quick", "_refuse_microseconds", "_speed_settings",
 ]
 
 
@@ -639,11 +639,9 @@ def _median_interval(values: Sequence[float], confidence: float = 0.95) -> tuple
 
 # While nbgrader autogrades a notebook, the score stored for a speed or parallel cell is
 # the verifier's, measured outside the kernel; the kernel's own reading is only compared
-# with it (a flag when they differ by a quarter of the points). So the kernel takes a short
-# one: a speed cell's correctness checks as always, the ratio read from their own timings;
-# a parallel cell's rounds on this share of its budget, never measured again. Each cell is
-# timed in full once per grading.
-_QUICK_SHARE = 0.25
+# with it (a flag when the kernel gave a quarter of the points more). So the kernel takes a
+# short one: a cell's correctness checks as always, the ratio read from their own timings
+# (see _measure_parallel for a parallel cell's). Each cell is timed in full once per grading.
 
 
 def _quick() -> bool:
