@@ -225,6 +225,49 @@ def test_a_fresh_reading_warms_no_long_reference_and_stops_at_compares_minimum(t
     assert verdict.conclusive and verdict.score == 1, verdict.detail
 
 
+LONG_SPEED_TEST = """\
+import os
+import tempfile
+import time
+
+from course_lib.grading import assert_speedup
+
+_fd, _calls = tempfile.mkstemp()
+os.close(_fd)
+
+
+def _slow_copy(a):  # the grader's side, 0.25 s a call: a process id per call, then the wait
+    with open(_calls, "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    time.sleep(0.25)
+    return float(a[0])
+
+
+def _reference_calls(candidate):
+    open(_calls, "w").close()
+    assert_speedup(candidate, _slow_copy, make_args=lambda: (np.random.default_rng().random(4),), at_least=2,
+                   budget=0.2)
+    # The reference process is a fork of this one: its calls are those from another process
+    # (the correctness checks run here).
+    return sum(pid != str(os.getpid()) for pid in open(_calls).read().split())
+
+
+_one, _several = _reference_calls(one_call), _reference_calls(several_calls)
+assert (_one, _several) == (6, 12), (_one, _several)
+"""
+
+
+def test_a_long_reference_is_not_warmed_when_both_sides_take_one_call_a_round(tmp_path):
+    # About 8x against a bound of 2x: six rounds settle it. A student's batch of one call (30 ms)
+    # starts as cold as the reference's, which is then timed without a warming call (one call a
+    # round); against a batch of several calls (3 ms each) the warming call is a sampled check
+    # of one of them, and stays (two calls a round).
+    answer = (FAST + "\n\nimport time\n\n\ndef one_call(a):\n    time.sleep(0.03)\n    return float(a[0])\n"
+              "\n\ndef several_calls(a):\n    time.sleep(0.003)\n    return float(a[0])\n")
+    verdict = _verify(tmp_path, answer, LONG_SPEED_TEST, grade_id="test_long_speed", points=1, reference=answer)
+    assert verdict.conclusive and verdict.score == 1, verdict.detail
+
+
 PEAK_TEST = """\
 from course_lib.grading import measured_peak
 
