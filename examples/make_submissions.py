@@ -13,6 +13,7 @@ checksums. ``tests/test_grading_e2e.py`` grades every sample and asserts its exa
 from __future__ import annotations
 
 import argparse
+import textwrap
 import os
 import sys
 from pathlib import Path
@@ -47,6 +48,15 @@ UNKNOWN = UNKNOWN_HEAD + """\
 
 WRONG_COUNT = COUNT_HEAD + "    return len(set(catalogue) & set(queries))\n"
 
+FRESH_WORKER_MARK = "LOADED-IN-A-FRESH-WORKER"
+FRESH_WORKER_SAYS_SO = f"""
+
+import os
+import sys
+
+if "course_lib.grader._student_worker" in sys.modules:  # a fresh worker of the verifier's
+    print("{FRESH_WORKER_MARK}")
+"""
 SAMPLES: dict[str, dict[str, str]] = {
     # fast and right: full marks
     "correct_fast": {"count_known": FAST, "unknown_ids": UNKNOWN},
@@ -241,6 +251,25 @@ def count_known(catalogue, queries):
 """,
         "unknown_ids": UNKNOWN,
     },
+    # right and fast; says so in the grading log should a fresh worker of the verifier's run
+    # its cells (it does not: the notebook's own kernel answers the verifier)
+    "served_by_its_kernel": {"count_known": FAST + FRESH_WORKER_SAYS_SO, "unknown_ids": UNKNOWN},
+    # the same, and its kernel ends itself as it starts to answer the verifier: a fresh worker
+    # runs the cells instead (once, said in the log) and grades them in full
+    "dies_when_serving": {"count_known": FAST + FRESH_WORKER_SAYS_SO + """
+
+import importlib.abc
+
+
+class _DieWhenServing(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "course_lib.grader._student_worker":
+            os._exit(3)
+        return None
+
+
+sys.meta_path.insert(0, _DieWhenServing())
+""", "unknown_ids": UNKNOWN},
 }
 
 
@@ -289,9 +318,49 @@ NETWORK_PORT = 47123
 """The loopback port opens_network tries (tests/test_sandbox_grading.py listens on it)."""
 _IN_WORKER = """import sys
 
-_w = sys.modules.get("course_lib.grader._student_worker")  # set in the verifier's worker only
-if _w is not None:
+_ATTACK = {body!r}
+
+
+def _attack(module, _ns=globals(), _source=_ATTACK):
+    _ns["_w"] = module
+    exec(_source, _ns)
+
+
+def _when_serving(attack):
+    # The notebook's kernel becomes the verifier's worker once it imports the module that
+    # serves it: then the attack runs, with the module just loaded.
+    import importlib.abc
+    import importlib.util
+
+    class _Hook(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name != "course_lib.grader._student_worker":
+                return None
+            sys.meta_path.remove(self)
+            spec = importlib.util.find_spec(name)
+            run = spec.loader.exec_module
+
+            def exec_module(module):
+                run(module)
+                attack(module)
+
+            spec.loader.exec_module = exec_module
+            return spec
+
+    return _Hook()
+
+
+if "course_lib.grader._student_worker" in sys.modules:  # a fresh worker of the verifier's
+    _attack(sys.modules["course_lib.grader._student_worker"])
+else:
+    sys.meta_path.insert(0, _when_serving(_attack))
 """
+
+
+def _in_worker(body: str) -> str:
+    """A cell that runs ``body`` (indented by 4) where the verifier's student worker is: at once
+    in a fresh worker, and in the notebook's kernel when it starts serving the verifier."""
+    return _IN_WORKER.format(body=textwrap.dedent(body))
 
 HOSTILE: dict[str, dict[str, str]] = {
     # reads the reference solution (relative paths, the course root, a committed symlink)
@@ -528,20 +597,20 @@ def assert_same(*args, **kwargs):  # every later test cell in this kernel calls 
     # in the verifier's worker: every reply becomes a pickle that, unpickled, would start a
     # command in the grader (subprocess.Popen reached through a NumPy submodule)
     "sends_a_pickle": {
-        "count_known": _IN_WORKER + f"""    def _text(s):
+        "count_known": _in_worker(f"""    def _text(s):
         return b"\\x8c" + bytes([len(s.encode())]) + s.encode()
 
     _payload = (b"\\x80\\x04" + _text("numpy.testing._private.utils") + _text("subprocess.Popen")
                 + b"\\x93](" + _text("touch") + _text("{UNPICKLED}") + b"e\\x85R.")
     _w._as_data = lambda reply: _payload
 
-""" + FAST,
+""") + FAST,
         "unknown_ids": UNKNOWN,
     },
     # a slow answer that does its work while the worker receives the inputs (before any
     # clock starts) and answers the timed calls from that cache
     "smuggles_into_staging": {
-        "count_known": SLOW + _IN_WORKER + """    _cache, _real = {}, _w.pickle
+        "count_known": SLOW + _in_worker("""    _cache, _real = {}, _w.pickle
 
     class _Loading:
         @staticmethod
@@ -562,13 +631,13 @@ def assert_same(*args, **kwargs):  # every later test cell in this kernel calls 
         return _slow(catalogue, queries) if hit is None else hit
 
     _w.pickle = _Loading()
-""",
+"""),
         "unknown_ids": UNKNOWN,
     },
     # a slow answer that answers a timed batch at once and writes the results from a thread
     # afterwards, hoping they are read after the clock stopped
     "answers_before_computing": {
-        "count_known": SLOW + _IN_WORKER + """    import threading
+        "count_known": SLOW + _in_worker("""    import threading
 
     _staged, _write = [None], _w._write_results
 
@@ -581,13 +650,13 @@ def assert_same(*args, **kwargs):  # every later test cell in this kernel calls 
         threading.Thread(target=lambda: _write(fd, ("ok", [fn(*a) for a in staged])), daemon=True).start()
 
     _w._run_batch, _w._write_results = _run_batch, _write_results
-""",
+"""),
         "unknown_ids": UNKNOWN,
     },
     # in the worker, once the answers are loaded: every reply announces a terabyte and
     # streams zeros, to exhaust the grader's memory
     "giant_reply": {
-        "count_known": _IN_WORKER + """    import os
+        "count_known": _in_worker("""    import os
 
     _sent, _plain = [], _w.write_frame
 
@@ -601,7 +670,7 @@ def assert_same(*args, **kwargs):  # every later test cell in this kernel calls 
 
     _w.write_frame = _flood
 
-""" + FAST,
+""") + FAST,
         "unknown_ids": UNKNOWN,
     },
     # tries to reach a server on the grader's loopback (a database, another kernel)
@@ -706,7 +775,7 @@ HOSTILE.update({
 def assert_same(*args, **kwargs):  # every later test cell in this kernel calls this one
     return None
 
-""" + _IN_WORKER + """    import time
+""" + _in_worker("""    import time
 
     time.sleep(55)
     _wrong = count_known
@@ -714,28 +783,28 @@ def assert_same(*args, **kwargs):  # every later test cell in this kernel calls 
     def count_known(catalogue, queries):
         time.sleep(10)
         return _wrong(catalogue, queries)
-""",
-        "unknown_ids": UNKNOWN + "\n" + _IN_WORKER + """    __import__("time").sleep(55)
-""",
+"""),
+        "unknown_ids": UNKNOWN + "\n" + _in_worker("""    __import__("time").sleep(55)
+"""),
     },
     # 1. right answers, but every call takes 25 s in the worker (under the 60 s a call may
     # take): the verification as a whole runs past the notebook's limit.
     "slow_calls_in_worker": {
-        "count_known": FAST + _IN_WORKER + """    import time
+        "count_known": FAST + _in_worker("""    import time
 
     _fast = count_known
 
     def count_known(catalogue, queries):
         time.sleep(25)
         return _fast(catalogue, queries)
-""",
+"""),
         "unknown_ids": UNKNOWN,
     },
     # 2. a slow answer that forks a child to compute every staged input's answer while the
     # inputs are received (before any clock), waits for it, and answers the timed calls
     # from that cache: the child's CPU is the sandbox's, billed to the batch.
     "forks_while_staged": {
-        "count_known": SLOW + _IN_WORKER + """    import json
+        "count_known": SLOW + _in_worker("""    import json
     import os
 
     _slow, _receive, _cache = count_known, _w.receive_inputs, {}
@@ -757,13 +826,13 @@ def assert_same(*args, **kwargs):  # every later test cell in this kernel calls 
             for args, answer in zip(staged, answers):
                 _cache[id(args[1])] = answer
         return staged
-""" + _FROM_STAGING,
+""" + _FROM_STAGING),
         "unknown_ids": UNKNOWN,
     },
     # 2. the same work done by a helper started at load time in a session of its own (never
     # reaped, not a child of the worker), fed each batch's inputs while they are staged
     "helper_precomputes": {
-        "count_known": SLOW + _IN_WORKER + """    import os
+        "count_known": SLOW + _in_worker("""    import os
     import pickle
 
     _slow, _receive, _cache = count_known, _w.receive_inputs, {}
@@ -793,29 +862,29 @@ def assert_same(*args, **kwargs):  # every later test cell in this kernel calls 
             for args, answer in zip(staged, pickle.load(_done)):
                 _cache[id(args[1])] = answer
         return staged
-""" + _FROM_STAGING,
+""" + _FROM_STAGING),
         "unknown_ids": UNKNOWN,
     },
     # 3. every answer comes back as 97 bytes declaring an object array of 300 million items
     "declares_huge_array": {
-        "count_known": FAST + _IN_WORKER + _ANSWERS_AS.format(
-            head="""b'{"tree":{"ndarray":{"shape":[300000000],"items":[]}},"sizes":[]}'"""),
+        "count_known": FAST + _in_worker(_ANSWERS_AS.format(
+            head="""b'{"tree":{"ndarray":{"shape":[300000000],"items":[]}},"sizes":[]}'""")),
         "unknown_ids": UNKNOWN,
     },
     # 3. every answer comes back as 24 MB of JSON (within the 512 MiB a reply may have)
     # that would become about 1.5 GB of Python objects once parsed
     "inflates_json_tree": {
-        "count_known": FAST + _IN_WORKER + _ANSWERS_AS.format(
-            head="""b'{"tree":{"list":[' + b'{"list":[]},' * 2_000_000 + b'null]},"sizes":[]}'"""),
+        "count_known": FAST + _in_worker(_ANSWERS_AS.format(
+            head="""b'{"tree":{"list":[' + b'{"list":[]},' * 2_000_000 + b'null]},"sizes":[]}'""")),
         "unknown_ids": UNKNOWN,
     },
     # 4. in the worker, every call raises with a lone surrogate in its message: it reaches
     # the verdicts, the flags and the feedback
     "lone_surrogate": {
-        "count_known": FAST + _IN_WORKER + f"""
+        "count_known": FAST + _in_worker(f"""
     def count_known(catalogue, queries):
         raise ValueError("bad {_SURROGATE} byte")
-""",
+"""),
         "unknown_ids": UNKNOWN,
     },
     # 6. 3 GB written into /tmp (a tmpfs: memory, not disk) under the course's memory limit,
@@ -889,11 +958,11 @@ with open("/proc/self/mountinfo") as _fh:
     # 8. in the worker, every call raises with those paths in its message, which reaches the
     # speed cell's verdict in the feedback
     "raises_host_paths": {
-        "count_known": FAST + _IN_WORKER + """    import course_lib
+        "count_known": FAST + _in_worker("""    import course_lib
 
     def count_known(catalogue, queries):
         raise ValueError(f"at {sys.executable} with {course_lib.__file__} in {sys.path}")
-""",
+"""),
         "unknown_ids": UNKNOWN,
     },
 })

@@ -14,6 +14,7 @@ import csv
 import html
 import io
 import re
+import runpy
 from pathlib import Path
 
 import nbformat
@@ -26,6 +27,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBMISSIONS = ROOT / "examples" / "submissions"
+_SAMPLES = runpy.run_path(str(ROOT / "examples" / "make_submissions.py"))
 
 # Points: test_count_visible 2, test_count_hidden 2, test_count_speed 4, test_unknown_visible 1,
 # test_unknown_hidden 1 (10 in all).
@@ -51,6 +53,9 @@ EXPECTED = {
     "games_the_timer": (6, set()),
     # stopped by the kernel's memory limit in its unknown_ids cell
     "memory_hog": (8, {"memory-limit"}),
+    # the notebook's kernel answers the verifier; when it ends itself instead, a fresh worker does
+    "served_by_its_kernel": (10, set()),
+    "dies_when_serving": (10, set()),
 }
 MANUAL = ("correct_slow", "test_count_speed", 1.5)  # an instructor's override, kept by regrading
 TIMEOUT = "8"  # seconds per cell: the infinite loop costs three of them
@@ -191,6 +196,18 @@ def test_every_student_gets_feedback_without_hidden_tests(graded):
 def test_unreadable_submission_is_kept_byte_for_byte(graded):
     kept = graded["grading"] / "submitted" / "malformed_json" / "example" / "example.ipynb.unreadable"
     assert kept.read_bytes() == (SUBMISSIONS / "malformed_json" / "example" / "example.ipynb").read_bytes()
+
+
+def test_the_notebooks_own_kernel_answers_the_verifier_and_a_fresh_worker_stands_in(graded):
+    # Both samples print a mark into the grading log from a cell run in a fresh worker of the
+    # verifier's (the worker's output goes to the log; the kernel's to the notebook). An honest
+    # notebook's cells run once, in its kernel, which then answers the verifier; a kernel that
+    # ends itself when it starts answering is replaced by one fresh worker, which runs them.
+    logs = graded["grading"] / "logs" / "example"
+    mark = _SAMPLES["FRESH_WORKER_MARK"]
+    runs = {student: (logs / f"{student}.log").read_text().count(mark)
+            for student in ("served_by_its_kernel", "dies_when_serving")}
+    assert runs == {"served_by_its_kernel": 0, "dies_when_serving": 1}
 
 
 def test_cells_after_a_dead_kernel_are_marked_not_run(graded):

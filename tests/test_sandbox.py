@@ -206,6 +206,36 @@ def test_freeze_stops_a_setsid_grandchild_and_exit_ends_it(scratch, course, mode
 
 
 @needs_bwrap
+def test_a_view_from_the_handle_freezes_and_kills_but_leaves_the_sandbox_to_its_owner(scratch, course, mode):
+    # The verifier takes a parked kernel as its worker through such a view (another process):
+    # it must stop everything inside while the reference is timed, end it when it misbehaves,
+    # and leave the sandbox itself (its groups) to the grader that made it.
+    box = _box(scratch, course, mode)
+    try:
+        box.popen([sys.executable, "-c", DAEMON])
+        _wait_for_file(scratch / "counter")
+        view = Sandbox.attach(json.loads(json.dumps(box.handle())))  # plain data, as sent to the verifier
+        assert view.mode == box.mode and sorted(view.processes()) == sorted(box.processes())
+        view.freeze()
+        frozen = (scratch / "counter").read_text()
+        time.sleep(0.4)
+        assert (scratch / "counter").read_text() == frozen, "the daemon kept running while frozen"
+        view.thaw()
+        assert view.memory_current() > 0 and view.cpu_time() > 0
+        view.close()  # the view only: the daemon goes on
+        deadline = time.monotonic() + 15
+        while (scratch / "counter").read_text() == frozen:
+            assert time.monotonic() < deadline, "closing the view stopped the sandbox"
+            time.sleep(0.05)
+        assert box.processes(), "closing the view ended the sandbox"
+        Sandbox.attach(box.handle()).kill()
+        assert box.processes() == []
+        assert box.cgroup is None or box.cgroup.exists(), "the view removed the owner's cgroup"
+    finally:
+        box.close()
+
+
+@needs_bwrap
 def test_cpu_time_includes_exited_children(scratch, course, mode):
     box = _box(scratch, course, mode)
     try:

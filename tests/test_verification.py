@@ -374,6 +374,30 @@ def test_broken_answers_score_zero_and_say_why(tmp_path, answer, says):
     assert says in verdict.detail
 
 
+def test_a_worker_ended_past_its_restarts_fails_what_is_left_unchecked(tmp_path):
+    # Four calls, four deaths (the first worker's and three restarts'): the value test after
+    # them is not checked, and fails. Inconclusive, a correctness test would keep the
+    # kernel's score, which an assert_same rebound in the kernel can fake.
+    answer = "import os\n\nANSWER = 42\n\n\ndef count_known(c, q):\n    os._exit(3)\n"
+    calls = [_cell(f"assert_same(count_known([1], [1]), 1)", f"test_call{k}_hidden", grade=True, points=1)
+             for k in range(4)]
+    value = _cell("assert_same(ANSWER, 42)", "test_value_hidden", grade=True, points=1)
+
+    def notebook(answer_source):
+        return new_notebook(cells=[_cell(SETUP, "setup"), _cell(answer_source, "answer", solution=True),
+                                   *calls, value, _cell(SPEED_TEST, "test_speed", grade=True, points=3)])
+
+    source, submitted = tmp_path / "source.ipynb", tmp_path / "graded" / "nb.ipynb"
+    submitted.parent.mkdir()
+    nbformat.write(notebook(FAST + "\nANSWER = 42\n"), source)
+    nbformat.write(notebook(answer), submitted)
+    verdicts = verify_notebook(source, submitted, timeout=20, log=tmp_path / "log.txt")
+    assert [(v.grade_id, v.score, v.conclusive) for v in verdicts] == [
+        *((f"test_call{k}_hidden", 0.0, True) for k in range(4)), ("test_value_hidden", 0.0, True),
+        ("test_speed", 0.0, True)]
+    assert "your code ended the worker 4 times" in verdicts[-2].detail, verdicts[-2].detail
+
+
 _IN_WORKER = "import sys\n\n_w = sys.modules.get('course_lib.grader._student_worker')\nif _w is not None:\n"
 
 

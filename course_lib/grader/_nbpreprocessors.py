@@ -22,6 +22,7 @@ What they record goes to ``nb.metadata["measure_first"]`` (see :data:`METADATA_K
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -113,10 +114,17 @@ class CourseExecute(Execute):
             self.extra_arguments = [*self.extra_arguments, _KERNEL_OUTPUT_CAP]
         # The kernel process writes its own warnings (not the cells' output, which travels over
         # the kernel protocol) to the inherited stderr; while grading they belong in a log.
-        if not self.kernel_log:
-            return await super().async_start_new_kernel(**kwargs)
-        with open(self.kernel_log, "a", encoding="utf-8") as log:
-            return await super().async_start_new_kernel(stdout=log, stderr=log, **kwargs)
+        link = getattr(self, "_link", None)
+        if link is not None:  # the verifier's line, inherited through the sandbox (see park)
+            kwargs["pass_fds"] = link.kernel_ends
+        try:
+            if not self.kernel_log:
+                return await super().async_start_new_kernel(**kwargs)
+            with open(self.kernel_log, "a", encoding="utf-8") as log:
+                return await super().async_start_new_kernel(stdout=log, stderr=log, **kwargs)
+        finally:
+            if link is not None:
+                link.started()
 
     memory_limit = Integer(
         0, help="Bytes of resident memory the kernel and its child processes may use (0: no limit)."
@@ -129,6 +137,9 @@ class CourseExecute(Execute):
     sandboxed = Bool(False, help="Run the kernel in a bubblewrap sandbox (see the class docstring).").tag(config=True)
 
     sandbox_read_only = List(Unicode(), help="Further paths the sandboxed kernel may read.").tag(config=True)
+
+    park = Bool(False, help="Keep a sandboxed kernel that ran every cell, answering the verifier as its "
+                            "student worker (see course_lib.grader._parked); course grade sets it.").tag(config=True)
 
     # nbclient binds the sync wrapper to its own coroutine, so it must be rebound here.
     start_new_kernel = run_sync(async_start_new_kernel)
@@ -148,16 +159,31 @@ class CourseExecute(Execute):
         self._timings: dict[str, Any] = {"cells": []}  # where the notebook's time went (course grade --profile)
         self._done = threading.Event()
         self._box = None
+        self._link = None
+        self._kernel_host_pid: int | None = None
         base = None
         if self.sandboxed and km is None:
             base, self._box, km = self._sandboxed_kernel(nb, resources)
         watcher = threading.Thread(target=self._watch, name="kernel-limits", daemon=True)
         watcher.start()
+        parked = False
         try:
             nb, resources = super().preprocess(nb, resources, km)
+            parked = base is not None and self._park(base, resources)
         finally:
             self._done.set()
             watcher.join()
+            if not parked:
+                self._end_kernel(base)
+        if self._stopped is not None:
+            nb.metadata.setdefault(METADATA_KEY, {})["kernel_stopped"] = self._stopped
+        self._timings["total"] = time.monotonic() - self._started
+        nb.metadata.setdefault(METADATA_KEY, {})["timings"] = self._timings
+        return nb, resources
+
+    def _end_kernel(self, base: str | None) -> None:
+        """The notebook's kernel ended, with every process its sandbox holds, and its folders removed."""
+        try:
             if base is not None:
                 self._release_kernel()
             if self._box is not None:
@@ -166,13 +192,73 @@ class CourseExecute(Execute):
                     self._box.kill()
                 finally:
                     self._box.close()
-                    self._box = None
-                    shutil.rmtree(base, ignore_errors=True)
-        if self._stopped is not None:
-            nb.metadata.setdefault(METADATA_KEY, {})["kernel_stopped"] = self._stopped
-        self._timings["total"] = time.monotonic() - self._started
-        nb.metadata.setdefault(METADATA_KEY, {})["timings"] = self._timings
-        return nb, resources
+        finally:
+            self._box = None
+            if self._link is not None:
+                self._link.close()
+                self._link = None
+            if base is not None:
+                shutil.rmtree(base, ignore_errors=True)
+
+    def _park(self, base: str, resources: Any) -> bool:
+        """Hand the kernel, which ran every cell, to the verify stage as its worker; whether it was.
+
+        One execute request makes it serve the verifier's line
+        (:func:`course_lib.grader._student_worker.serve_kernel`); the client stops listening
+        once the kernel took it. A kernel that stopped during the notebook, or that does not
+        take the request within :data:`_PARK_SECONDS`, is ended as always (the verifier then
+        starts a fresh worker).
+        """
+        from course_lib.grader import _parked
+
+        meta = (resources or {}).get("nbgrader", {})
+        key = (meta.get("student"), meta.get("assignment"), meta.get("notebook"))
+        if (self._link is None or self._box is None or self._stopped is not None or self._limit_hit is not None
+                or None in key or getattr(self, "kc", None) is None):
+            return False
+        pid = self._kernel_host_pid
+        if pid is None or _kernel_pid(self._box, pid) != pid:
+            return False
+        rfd, wfd, results = self._link.kernel_ends
+        code = f"import course_lib.grader._student_worker as _w; _w.serve_kernel({rfd}, {wfd}, {results})"
+        try:
+            taken = run_sync(self._async_request_serving)(code)
+        except Exception:  # noqa: BLE001 - not parked: ended as always
+            taken = False
+        if not taken:
+            return False
+        box, km, kc, link = self._box, self.km, self.kc, self._link
+        kc.stop_channels()
+        self.kc = self.km = None  # nbclient's: this kernel is no longer its to use or shut down
+        self._box = self._link = None
+
+        def end() -> None:
+            try:
+                box.kill()
+            finally:
+                box.close()
+                link.close()
+                with contextlib.suppress(Exception):
+                    run_sync(_async_forget_kernel)(km)
+                shutil.rmtree(base, ignore_errors=True)
+
+        _parked.park(*key, _parked.ParkedKernel(link.grader_ends, pid, box.handle(),
+                                                os.path.join(base, "s"), end))
+        return True
+
+    async def _async_request_serving(self, code: str) -> bool:
+        """Send ``code`` (silently) and wait until the kernel reports being busy with it."""
+        msg_id = self.kc.execute(code, silent=True, store_history=False, allow_stdin=False)
+        deadline = time.monotonic() + _PARK_SECONDS
+        while time.monotonic() < deadline:
+            try:
+                msg = await ensure_async(self.kc.get_iopub_msg(timeout=max(0.01, deadline - time.monotonic())))
+            except Exception:  # noqa: BLE001 - queue.Empty: not taken in time
+                return False
+            if (msg.get("parent_header", {}).get("msg_id") == msg_id and msg.get("msg_type") == "status"
+                    and msg.get("content", {}).get("execution_state") == "busy"):
+                return True
+        return False
 
     def _release_kernel(self) -> None:
         """Stop the client's channels and the manager's ZeroMQ context of a kernel made here.
@@ -207,8 +293,17 @@ class CourseExecute(Execute):
         # symlinks=True: a link the student sent stays a link (to a path the sandbox lacks).
         shutil.copytree(folder, scratch, symlinks=True)
         os.mkdir(runtime)
+        shared: list[str] = []
+        if self.park:
+            # The verifier's temporary folder, should the kernel become its worker: the files
+            # its instructor cells write there (a CSV to read) must be readable in here.
+            shared.append(os.path.join(base, "s"))
+            os.mkdir(shared[0])
+            for folder_ in (base, shared[0]):
+                os.chmod(folder_, 0o755)
+            self._link = _parked_link()
         env = {k: v for k, v in os.environ.items() if k in ALLOWED_ENV and k != "PATH"}
-        box = Sandbox(scratch, read_only=[os.path.dirname(course_lib.__file__), *self.sandbox_read_only],
+        box = Sandbox(scratch, read_only=[os.path.dirname(course_lib.__file__), *self.sandbox_read_only, *shared],
                       read_write=[runtime], env=env,
                       limits=Limits(memory=None, processes=256, tmpfs=self.memory_limit or Limits.tmpfs))
         try:
@@ -219,6 +314,9 @@ class CourseExecute(Execute):
                          connection_file=os.path.join(runtime, "kernel.json"), config=self.config)
         except BaseException:
             box.close()
+            if self._link is not None:
+                self._link.close()
+                self._link = None
             shutil.rmtree(base, ignore_errors=True)
             raise
         return base, box, km
@@ -314,6 +412,10 @@ class CourseExecute(Execute):
         began = time.monotonic()
         # Everything before the first cell ran is the sandbox and the kernel starting.
         self._timings.setdefault("kernel_start", began - self._started)
+        if self._link is not None and self._kernel_host_pid is None and self._box is not None:
+            # Found before any of the student's code ran, which could rename the kernel or
+            # start a look-alike: the verifier reads this process's clocks in /proc.
+            self._kernel_host_pid = _kernel_pid(self._box)
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
@@ -352,6 +454,42 @@ class CourseExecute(Execute):
     async def _async_shutdown_unresponsive(self) -> None:
         if self.km is not None and await ensure_async(self.km.is_alive()):
             await ensure_async(self.km.shutdown_kernel(now=True))
+
+
+_PARK_SECONDS = 10.0  # for the kernel to take the request that parks it
+
+
+def _parked_link() -> Any:
+    from course_lib.grader._parked import KernelLink
+
+    return KernelLink()
+
+
+def _kernel_pid(box: Any, known: int | None = None) -> int | None:
+    """The host pid of the kernel's interpreter in ``box``, the one process there running it.
+
+    Before the first cell only the kernel runs the interpreter (the wrappers that started it
+    exec'd into it); ``known``: that pid, checked to be still the sandbox's interpreter.
+    """
+    import sys
+
+    interpreter = os.path.realpath(sys.executable)
+    pids = [known] if known is not None else box.processes()
+    found = []
+    for pid in pids:
+        try:
+            if os.path.realpath(os.readlink(f"/proc/{pid}/exe")) == interpreter and pid in box.processes():
+                found.append(pid)
+        except OSError:
+            continue
+    return found[0] if len(found) == 1 else None
+
+
+async def _async_forget_kernel(km: Any) -> None:
+    """What nbclient does after a notebook, for a kernel that is already dead: its manager's resources."""
+    if await ensure_async(km.is_alive()):
+        await ensure_async(km.shutdown_kernel(now=True))
+    await ensure_async(km.cleanup_resources())
 
 
 class CapOutputs(NbGraderPreprocessor):

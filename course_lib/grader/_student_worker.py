@@ -4,7 +4,9 @@ Started by :mod:`course_lib.grader.verification` (``python -c "...; main([RFD, W
 module is imported under its own name and :class:`Ref` resolves in it).
 It runs the notebook's non-test cells (the provided code and the student's answers) in an
 IPython shell without a kernel, then answers requests on the pipe ``RFD`` / ``WFD``:
-describe names, fetch values, call a function, measure a call's traced memory peak.
+describe names, fetch values, call a function, measure a call's traced memory peak. Under
+``course grade`` the notebook's own kernel answers the same requests once its last cell ran
+(:func:`serve_kernel`); a fresh worker is started only where it cannot.
 
 Nothing in this process is trusted by the grader: the clocks that time the calls are in the
 verifying process, every result travels back in the data-only format of
@@ -51,7 +53,7 @@ from course_lib.grader import _data
 from course_lib.timing import _trim_heap, warm_heap
 
 __all__ = ["LAUNCH", "Inputs", "Ref", "main", "pack_inputs", "read_frame", "receive_inputs", "send_inputs",
-           "write_frame"]
+           "serve_kernel", "write_frame"]
 
 _HEADER = struct.Struct("!Q")
 
@@ -396,6 +398,31 @@ def main(argv: list[str]) -> int:
         traceback.print_exc()
         return 1
     return 0
+
+
+def serve_kernel(rfd: int, wfd: int, results_fd: int) -> None:
+    """Answer the verifier from the notebook's own kernel, once its last cell ran.
+
+    The grader keeps a sandboxed kernel alive after the notebook (see
+    :class:`course_lib.grader._nbpreprocessors.CourseExecute`) and runs this in it: the
+    answers are then read from the namespace the notebook's cells made, and not made a
+    second time in a fresh worker. Nothing changes for the verifier, which trusts this
+    process no more than a worker. Returns when the verifier closes the pipe.
+    """
+    global _NAMESPACE
+    from IPython import get_ipython
+
+    from course_lib.timing import steady_allocator
+
+    steady_allocator()  # as a fresh worker sets it before any cell
+    shell = get_ipython()
+    _NAMESPACE = shell.user_ns
+    try:
+        _serve(rfd, wfd, shell, results_fd)
+    finally:
+        for fd in (rfd, wfd, results_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 LAUNCH = "import sys; from course_lib.grader._student_worker import main; sys.exit(main(sys.argv[1:]))"

@@ -62,6 +62,8 @@ def autograde(course: Course, copied: CopiedIn, log_file: Path) -> Executed:
         return Executed(copied, log_file, False, ())
     cfg = course.config()
     cfg.CourseExecute.kernel_log = str(log_file)
+    # A kernel that ran every cell stays, to be the verify stage's worker (course_lib.grader._parked).
+    cfg.CourseExecute.park = bool(course.sandboxed)
     outcome = _run(course, Autograde, cfg, assignment, student, force=True, create_student=True)
     _append_log(log_file, "autograde", outcome)
     if not outcome["success"]:

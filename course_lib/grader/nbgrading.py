@@ -92,7 +92,7 @@ from nbgrader.api import Gradebook
 from nbgrader.converters import GenerateAssignment
 
 from course_lib import timing
-from course_lib.grader import _cores
+from course_lib.grader import _cores, _parked
 from course_lib.grader._nbgrader import _last_error, _nbgrader_env, _quiet_warnings, _run
 from course_lib.grader._nbpreprocessors import CourseExecute, HideHiddenTests, RestoreMissingCells
 from course_lib.grader._submissions import Submission, record_names
@@ -352,14 +352,17 @@ def _through_verify(course: Course, submission: Submission) -> Verified:
     if not submission.refused:
         log_file.parent.mkdir(parents=True, exist_ok=True)
         log_file.write_text("", encoding="utf-8")
-    with sw("autograde"):
-        executed = autograde(course, copied, log_file)
     verified: list[Flag] = []
     speedups: dict[str, float] = {}
     verifier: dict[str, float] = {}
-    if executed.ran:
-        with sw("verify"):
-            verified, speedups = _verify(course, student, assignment, log_file, profile=verifier)
+    try:
+        with sw("autograde"):
+            executed = autograde(course, copied, log_file)
+        if executed.ran:
+            with sw("verify"):
+                verified, speedups = _verify(course, student, assignment, log_file, profile=verifier)
+    finally:
+        _parked.release(student, assignment)  # a kernel parked for a verification that did not run
     return Verified(executed, (*flags, *copied.flags, *executed.flags, *verified), speedups, dict(sw.seconds),
                     verifier)
 

@@ -251,6 +251,7 @@ class Sandbox:
         self._open = False
         self._stage: Path | None = None
         self._staged: dict[Path, Path] = {}
+        self._attached = False  # a view of another process's sandbox (see attach): it owns it
 
     # --- life cycle ---------------------------------------------------------------------
 
@@ -277,8 +278,14 @@ class Sandbox:
         self.close()
 
     def close(self) -> None:
-        """End every process of the sandbox and remove its cgroup; the scratch folder stays."""
+        """End every process of the sandbox and remove its cgroup; the scratch folder stays.
+
+        On a view made by :meth:`attach` it only closes the view: the owner ends the sandbox.
+        """
         if not self._open:
+            return
+        if self._attached:
+            self._open = False
             return
         self.kill()
         for process in self._started:
@@ -297,6 +304,35 @@ class Sandbox:
             shutil.rmtree(self._stage, ignore_errors=True)
             self._stage = None
         self._open = False
+
+    def handle(self) -> dict[str, Any]:
+        """What another process needs to watch, stop and end this sandbox (see :meth:`attach`): plain data.
+
+        Taken once the sandbox runs something (in the signal fallback its PID namespace is
+        found through the processes it started).
+        """
+        self._check_open()
+        return {"scratch": str(self.scratch), "read_write": [str(p) for p in self.read_write],
+                "disk": self.limits.disk, "token": self.token, "pidns": self._namespace(),
+                **{key: str(group) if group is not None else None for key, group in
+                   (("cgroup", self._cgroup), ("pids_v1", self._pids_v1), ("memory_v1", self._memory_v1))}}
+
+    @classmethod
+    def attach(cls, handle: Mapping[str, Any]) -> "Sandbox":
+        """A view of a sandbox that another process made and owns, from its :meth:`handle`.
+
+        The view freezes, thaws, reads and kills the sandbox's processes as the owner would;
+        it starts nothing, and :meth:`close` leaves the sandbox and its groups to the owner.
+        The verifier takes the notebook's kernel as its worker this way (see
+        :class:`course_lib.grader._nbpreprocessors.CourseExecute`).
+        """
+        view = cls(handle["scratch"], read_write=handle["read_write"], limits=Limits(disk=handle["disk"]))
+        view.token = handle["token"]
+        view._pidns = handle["pidns"]
+        view._cgroup, view._pids_v1, view._memory_v1 = (
+            Path(handle[key]) if handle[key] else None for key in ("cgroup", "pids_v1", "memory_v1"))
+        view._attached = view._open = True
+        return view
 
     @property
     def mode(self) -> str:

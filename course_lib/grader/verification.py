@@ -5,8 +5,11 @@ everything the tests use. After autograding, ``course grade`` therefore grades e
 memory and scaling cell (grade ids ending ``_speed``, ``_memory``, ``_scaling``) once more,
 out of the student's reach:
 
-- a fresh *student worker* process (:mod:`course_lib.grader._student_worker`) runs only the
-  notebook's non-test cells: the provided code, as released, and the student's answers;
+- a *student worker* process (:mod:`course_lib.grader._student_worker`) holds the student's
+  answers: under ``course grade`` the notebook's own sandboxed kernel, kept after its last
+  cell and answering the verifier (:mod:`course_lib.grader._parked`), else (and whenever
+  that kernel dies or stops answering) a fresh process that runs only the notebook's
+  non-test cells: the provided code, as released, and the student's answers;
 - a *verifier* process, started by the grader and running no student code, executes the
   instructor's own cells (the setup, and the test cells the graded cells need) from
   ``solutions/``; the student's answers appear in it as proxies that call into the worker;
@@ -125,7 +128,8 @@ def is_performance_cell(grade_id: str | None) -> bool:
 def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 60,
                     log: str | Path | None = None, memory_limit: int = 0,
                     sandboxed: bool = False, notebook_timeout: int = 0,
-                    only: set[str] | None = None, profile: dict[str, float] | None = None) -> list[CellVerdict]:
+                    only: set[str] | None = None, profile: dict[str, float] | None = None,
+                    kernel: Any = None) -> list[CellVerdict]:
     """Grade the performance cells of ``autograded`` again, outside the student's kernel.
 
     Parameters
@@ -156,6 +160,11 @@ def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 6
     profile : dict, optional
         Receives where the verification's time went, in seconds by stage (see
         :data:`PROFILE_STAGES`), for ``course grade --profile``.
+    kernel : course_lib.grader._parked.ParkedKernel, optional
+        The notebook's sandboxed kernel, kept after its last cell and answering as a student
+        worker (``course grade``): the verifier uses it instead of running the notebook's
+        cells again in a fresh worker, which it starts only if the kernel dies or stops
+        answering. The caller ends the kernel afterwards.
 
     Returns
     -------
@@ -203,20 +212,23 @@ def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 6
         # The instructor's cells run in the verifier and may write files (a CSV to read) into
         # a temporary folder whose path they pass to the student's function: that folder
         # must be readable in the worker's sandbox, whose own /tmp is private.
-        "tmpdir": os.path.join(base, "s"),
+        "tmpdir": kernel.shared if kernel is not None else os.path.join(base, "s"),
         "log": str(log) if log else os.devnull,
         "only": sorted(only) if only is not None else None,
+        "attach": ({"fds": list(kernel.fds), "pid": kernel.pid, "sandbox": kernel.sandbox}
+                   if kernel is not None else None),
     }
     limit = timeout * (len(job["student_cells"]) + len(tests) + 2) + 60
     if notebook_timeout > 0:
         limit = min(limit, notebook_timeout)
     memory = memory_limit + _VERIFIER_OWN if memory_limit > 0 else _VERIFIER_MEMORY
     with _removed(base):
-        os.mkdir(job["tmpdir"])
+        if kernel is None:
+            os.mkdir(job["tmpdir"])
         for folder in (base, job["tmpdir"]):
             os.chmod(folder, 0o755)
         with open(job["log"], "a", encoding="utf-8", errors="backslashreplace") as log_file:
-            found = _run_verifier(job, limit, memory, log_file)
+            found = _run_verifier(job, limit, memory, log_file, kernel.fds if kernel is not None else ())
     if profile is not None:
         profile.update(found.get("profile", {}))
     try:
@@ -233,8 +245,10 @@ _VERIFIER_OWN = 3 * 2**29
 _WATCH_SECONDS = 0.05         # between two looks at the verifier's memory
 
 
-def _run_verifier(job: dict, limit: float, memory: int, log_file: Any) -> dict:
+def _run_verifier(job: dict, limit: float, memory: int, log_file: Any, pass_fds: tuple[int, ...] = ()) -> dict:
     """Run the verifier on ``job`` within ``limit`` seconds and ``memory`` bytes; its report.
+
+    ``pass_fds``: descriptors it inherits (a parked kernel's line, see ``job["attach"]``).
 
     The verifier and the processes it starts outside the sandbox (the reference process)
     are watched from here; past either limit the whole session is killed, together with the
@@ -252,7 +266,7 @@ def _run_verifier(job: dict, limit: float, memory: int, log_file: Any) -> dict:
     # notebook is never imported by the verifier.
     proc = subprocess.Popen([sys.executable, "-I", "-P", "-c", _JUDGE], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=log_file, start_new_session=True,
-                            env={**os.environ, OWNER_VARIABLE: owner})
+                            env={**os.environ, OWNER_VARIABLE: owner}, pass_fds=pass_fds)
     watch = _TreeWatch(proc, memory)
     watch.start()
     failed = None
@@ -366,7 +380,7 @@ class _Worker:
     """The connection to the student worker process."""
 
     def __init__(self, cwd: str, log: str, timeout: int, memory_limit: int = 0, sandboxed: bool = False,
-                 shared: str | None = None) -> None:
+                 shared: str | None = None, attach: dict | None = None) -> None:
         self._settings = (cwd, log, memory_limit)
         self.shared = shared  # the verifier's temporary folder, read-only in the sandbox
         self.sandboxed = sandboxed
@@ -376,7 +390,16 @@ class _Worker:
         self._cells: list[str] | None = None
         self.load_stopped = ""
         self._killing = threading.RLock()
+        self.late = 0  # workers killed for running past the time limit (the others ended otherwise)
+        # The notebook's kernel, parked after its last cell (course_lib.grader._parked): its
+        # line, its pid and its sandbox's handle. Used until it dies; a restart is a fresh worker.
+        self._attach = attach
         self._start()
+
+    @property
+    def attached(self) -> bool:
+        """Whether the worker is the notebook's own kernel (whose cells ran already)."""
+        return self._attach is not None
 
     def load(self, cells: list[str]) -> None:
         """Run the notebook's non-test cells in the worker, one at a time; they run again after a restart.
@@ -384,9 +407,12 @@ class _Worker:
         A cell that ends the worker (past the memory limit or the disk quota, past its time
         with the alarm ignored, ``os._exit``) ends the loading there, as a kernel that dies
         runs no later cell: a fresh worker runs the cells before it, and
-        :attr:`load_stopped` says why (answers defined later are missing).
+        :attr:`load_stopped` says why (answers defined later are missing). The notebook's
+        own kernel ran them already: they are only kept, for a restart.
         """
         self._cells, self.load_stopped = cells, ""
+        if self.attached:
+            return
         for index, cell in enumerate(cells):
             try:
                 self.request("load", [cell], self.timeout, seconds=self.timeout + 30)
@@ -402,6 +428,7 @@ class _Worker:
     def restart(self) -> None:
         """A fresh worker after one that ran out of time: as a kernel goes on after an interrupt."""
         self.close()
+        self._attach = None  # the notebook's kernel is not started again: a fresh worker runs its cells
         self.restarts += 1
         threads = self.threads
         self._start()
@@ -411,6 +438,9 @@ class _Worker:
             self.set_threads(threads)
 
     def _start(self) -> None:
+        if self._attach is not None:
+            self._start_attached()
+            return
         cwd, log, memory_limit = self._settings
         to_worker_r, self._w = os.pipe()
         self._r, from_worker_w = os.pipe()
@@ -444,6 +474,23 @@ class _Worker:
         self.dead: str | None = None
         self.threads: int | None = None
         if self.box is not None and memory_limit:
+            self._watching = threading.Event()
+            threading.Thread(target=self._watch_limits, args=(self.box, memory_limit, self._watching),
+                             name="worker-limits", daemon=True).start()
+
+    def _start_attached(self) -> None:
+        """Take the parked kernel as the worker: its line, its pid, a view of its sandbox."""
+        from course_lib.grader.sandbox import Sandbox
+
+        _, log, memory_limit = self._settings
+        self._w, self._r, self.results_fd = (int(fd) for fd in self._attach["fds"])
+        self._log = open(log, "a", encoding="utf-8")
+        self._drain = None  # the kernel's own output went to the kernel's log
+        self.proc, self.pid = None, int(self._attach["pid"])
+        self.box = Sandbox.attach(self._attach["sandbox"])
+        self.dead = None
+        self.threads = None
+        if memory_limit:
             self._watching = threading.Event()
             threading.Thread(target=self._watch_limits, args=(self.box, memory_limit, self._watching),
                              name="worker-limits", daemon=True).start()
@@ -520,6 +567,8 @@ class _Worker:
             limit = seconds or self.timeout
             reply = _read_reply(self._r, time.monotonic() + limit, _MAX_RESULT_BYTES)
             if isinstance(reply, str):
+                if reply == "late":
+                    self.late += 1
                 self.kill(reply if reply != "late" else f"your code ran past the time limit of {limit:g} s")
                 raise StudentCodeError(self.dead)
             return reply
@@ -552,7 +601,7 @@ class _Worker:
                 raise _Inconclusive(f"the grader could not stop your processes within {_FREEZE_SECONDS:g} s "
                                     f"({exc}), so it could not measure") from None
             return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
+        with contextlib.suppress(ProcessLookupError, PermissionError, AttributeError):
             os.killpg(self.proc.pid, signal.SIGSTOP)
 
     def resume(self) -> None:
@@ -560,7 +609,7 @@ class _Worker:
             with contextlib.suppress(Exception):
                 self.box.thaw()
             return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
+        with contextlib.suppress(ProcessLookupError, PermissionError, AttributeError):
             os.killpg(self.proc.pid, signal.SIGCONT)
 
     def kill(self, why: str) -> None:
@@ -573,6 +622,8 @@ class _Worker:
             with contextlib.suppress(Exception):
                 self.box.thaw()
                 self.box.kill()
+        if self.proc is None:  # the notebook's kernel: its whole sandbox was killed above
+            return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -606,6 +657,14 @@ class _Worker:
         for fd in (self._w, self._r, self.results_fd):
             with contextlib.suppress(OSError):
                 os.close(fd)
+        if self.attached:
+            # The kernel stops serving at the pipe's end; the grader, which owns its sandbox,
+            # ends it (a dead one was killed already).
+            self._log.close()
+            if self.box is not None:
+                self.box.close()  # a view: closes nothing of the sandbox
+            self.box = None
+            return
         self.kill("closed")
         self._drain.join(5)  # the worker's end of the pipe is closed: the drain ends
         self._log.close()
@@ -1447,14 +1506,22 @@ def _judge(job: dict) -> list[dict]:
     graded = [c for c in cells if c["grade_id"] and c["graded"]]
     with _spent("worker start"):
         worker = _Worker(job["cwd"], job["log"], job["timeout"], job.get("memory_limit", 0),
-                         job.get("sandboxed", False), shared=job.get("tmpdir"))
+                         job.get("sandboxed", False), shared=job.get("tmpdir"), attach=job.get("attach"))
     verdicts: list[dict] = []
     try:
         ns: dict[str, Any] = {"__name__": "__main__"}
         try:
             with _spent("student cells"):
                 worker.load(job["student_cells"])
-                unreadable = _bind_answers(worker, answers, ns)
+                try:
+                    unreadable = _bind_answers(worker, answers, ns)
+                except StudentCodeError:
+                    if not worker.attached:
+                        raise
+                    # The notebook's kernel did not give its answers (it died, or stopped
+                    # answering): a fresh worker runs the cells, as it always did.
+                    worker.restart()
+                    unreadable = _bind_answers(worker, answers, ns)
         except StudentCodeError as exc:
             return [asdict(CellVerdict(c["grade_id"], 0.0, c["points"], f"your code could not be loaded: {exc}"))
                     for c in graded]
@@ -1532,7 +1599,14 @@ def _judged_cell(cell: dict, ns: dict, worker: _Worker, answers: set[str], unrea
     try:
         if worker.dead and worker.restarts < _MAX_RESTARTS:
             worker.restart()
-        if worker.dead:
+        if worker.dead and worker.late < worker.restarts + 1:
+            # The student's code ended the worker (a crash, os._exit, a reply refused, a limit)
+            # more often than it may: what is left is not checked, and fails, as in a kernel
+            # that died. (Were it inconclusive, a correctness test would keep the kernel's
+            # score, which a rebound assert_same can fake.)
+            raise StudentCodeError(f"not checked: your code ended the worker {worker.restarts + 1} times, the "
+                                   f"last time: {worker.dead}")
+        if worker.dead:  # only ever too slow: a busy machine's share of the blame is possible
             raise _Inconclusive(f"the worker was restarted {worker.restarts} times already")
         if blocked:
             not_data = True

@@ -29,6 +29,7 @@ from typing import Any
 import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 
+from course_lib.grader import _parked
 from course_lib.grader._nbgrader import _nbgrader_env, _quiet_warnings
 from course_lib.grader._nbpreprocessors import CELL_TIMEOUT
 from course_lib.grader.common import Course, Flag, _environment, graded_outside
@@ -110,11 +111,15 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path,
         source = course.root / "solutions" / assignment / path.name
         if not source.is_file():
             continue
+        # The notebook's kernel, kept after its last cell to be the verifier's worker (a later
+        # reading finds none: a fresh worker runs the cells).
+        parked = _parked.take(student, assignment, path.stem)
         try:
             spent: dict[str, float] = {}
             verdicts = verify_notebook(source, path, timeout=course.timeout, log=log_file,
                                        memory_limit=course.memory_limit, sandboxed=course.sandboxed,
-                                       notebook_timeout=course.notebook_timeout, only=only, profile=spent)
+                                       notebook_timeout=course.notebook_timeout, only=only, profile=spent,
+                                       kernel=parked)
             if profile is not None:
                 for stage, seconds in spent.items():
                     profile[stage] = profile.get(stage, 0.0) + seconds
@@ -128,6 +133,9 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path,
                                                            f"({type(err).__name__}: {err}); 0 points stored for "
                                                            f"its test cells (in the student's kernel: {kernel})"))
             continue
+        finally:
+            if parked is not None:
+                parked.end()
         outside = _graded_outside(source)  # from the instructor's notebook, never the student's
         if not verdicts and (only is not None or not outside):
             continue
