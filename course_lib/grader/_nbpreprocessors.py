@@ -222,6 +222,7 @@ class CourseExecute(Execute):
         rfd, wfd, results = self._link.kernel_ends
         code = f"import course_lib.grader._student_worker as _w; _w.serve_kernel({rfd}, {wfd}, {results})"
         try:
+            handle = self._box.handle()  # before the request: a sandbox it cannot describe is not parked
             taken = run_sync(self._async_request_serving)(code)
         except Exception:  # noqa: BLE001 - not parked: ended as always
             taken = False
@@ -242,7 +243,7 @@ class CourseExecute(Execute):
                     run_sync(_async_forget_kernel)(km)
                 shutil.rmtree(base, ignore_errors=True)
 
-        _parked.park(*key, _parked.ParkedKernel(link.grader_ends, pid, box.handle(),
+        _parked.park(*key, _parked.ParkedKernel(link.grader_ends, pid, handle,
                                                 os.path.join(base, "s"), end))
         return True
 

@@ -312,6 +312,9 @@ class Sandbox:
         found through the processes it started).
         """
         self._check_open()
+        if self._cgroup is None and self._namespace() is None:
+            # A view could then find none of its processes: freezing would stop nothing.
+            raise SandboxError("the sandbox's processes cannot be told apart yet (nothing runs in it)")
         return {"scratch": str(self.scratch), "read_write": [str(p) for p in self.read_write],
                 "disk": self.limits.disk, "token": self.token, "pidns": self._namespace(),
                 **{key: str(group) if group is not None else None for key, group in
