@@ -284,7 +284,9 @@ def test_a_cell_that_prints_200_mb_is_cut_in_the_kernel_and_stays_under_the_memo
     first, second = nb.cells
     assert sum(len(o.get("text", "")) for o in first.outputs if o.get("name") == "stdout") <= LIMIT
     assert [o.text for o in first.outputs if o.get("name") == "stderr"] == ["err\n"]  # still fails a test
-    assert [o.text for o in second.outputs] == ["next cell\n"]  # the count starts again
+    # the count starts again (a busy kernel may send one print as two stream messages)
+    assert {o.get("name") for o in second.outputs} == {"stdout"}
+    assert "".join(o.text for o in second.outputs) == "next cell\n"
 
 
 def test_memory_limit_option_takes_sizes(monkeypatch):

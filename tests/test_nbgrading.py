@@ -170,3 +170,14 @@ def test_grade_submission_alone_finishes_an_undecided_submission_without_a_later
     result = nbgrading.grade_submission(stages.course, stages.submission)
     assert stages.visits == ["copy in", "autograde", "verify", "feedback", "scores", "done record"]
     assert result.has_flag("undecided")
+
+
+def test_a_notebook_with_a_memory_cell_is_verified_in_a_fresh_worker():
+    # A memory cell reads the first call on its input; the notebook's kernel has called the
+    # student's code on that input already (in its own run of the test), so its kernel is not
+    # the verifier's worker (week 5's content_cache variant in its self-test).
+    from pathlib import Path
+
+    solutions = Path(__file__).resolve().parents[1] / "solutions"
+    assert verify._reads_first_calls(solutions / "week5" / "week5.ipynb")
+    assert not any(verify._reads_first_calls(solutions / week / f"{week}.ipynb") for week in ("week2", "week7", "week8"))
