@@ -39,6 +39,7 @@ from nbgrader import utils as nbutils
 from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor, OverwriteCells
 from traitlets import Bool, Enum, Float, Integer, List, Unicode
 
+from course_lib.grader import _parked
 from course_lib.grader.common import GRADED_OUTSIDE_NOTE, graded_outside
 
 __all__ = [
@@ -209,8 +210,6 @@ class CourseExecute(Execute):
         take the request within :data:`_PARK_SECONDS`, is ended as always (the verifier then
         starts a fresh worker).
         """
-        from course_lib.grader import _parked
-
         meta = (resources or {}).get("nbgrader", {})
         key = (meta.get("student"), meta.get("assignment"), meta.get("notebook"))
         if (self._link is None or self._box is None or self._stopped is not None or self._limit_hit is not None
@@ -302,7 +301,7 @@ class CourseExecute(Execute):
             os.mkdir(shared[0])
             for folder_ in (base, shared[0]):
                 os.chmod(folder_, 0o755)
-            self._link = _parked_link()
+            self._link = _parked.KernelLink()
         env = {k: v for k, v in os.environ.items() if k in ALLOWED_ENV and k != "PATH"}
         box = Sandbox(scratch, read_only=[os.path.dirname(course_lib.__file__), *self.sandbox_read_only, *shared],
                       read_write=[runtime], env=env,
@@ -458,12 +457,6 @@ class CourseExecute(Execute):
 
 
 _PARK_SECONDS = 10.0  # for the kernel to take the request that parks it
-
-
-def _parked_link() -> Any:
-    from course_lib.grader._parked import KernelLink
-
-    return KernelLink()
 
 
 def _kernel_pid(box: Any, known: int | None = None) -> int | None:

@@ -474,9 +474,7 @@ class _Worker:
         self.dead: str | None = None
         self.threads: int | None = None
         if self.box is not None and memory_limit:
-            self._watching = threading.Event()
-            threading.Thread(target=self._watch_limits, args=(self.box, memory_limit, self._watching),
-                             name="worker-limits", daemon=True).start()
+            self._start_watch(memory_limit)
 
     def _start_attached(self) -> None:
         """Take the parked kernel as the worker: its line, its pid, a view of its sandbox."""
@@ -491,9 +489,12 @@ class _Worker:
         self.dead = None
         self.threads = None
         if memory_limit:
-            self._watching = threading.Event()
-            threading.Thread(target=self._watch_limits, args=(self.box, memory_limit, self._watching),
-                             name="worker-limits", daemon=True).start()
+            self._start_watch(memory_limit)
+
+    def _start_watch(self, memory_limit: int) -> None:
+        self._watching = threading.Event()
+        threading.Thread(target=self._watch_limits, args=(self.box, memory_limit, self._watching),
+                         name="worker-limits", daemon=True).start()
 
     def _watch_limits(self, box: Any, memory_limit: int, stop: threading.Event) -> None:
         """Kill the worker once its sandbox holds more than ``memory_limit`` (processes and
