@@ -821,7 +821,10 @@ _MAX_ROUNDS = 60
 _ROUNDS_BUDGET = 1.5           # timed seconds of rounds per second of the cell's budget
 _WALL_BUDGET = 4.0             # ... and at most this many wall seconds per second of budget
 _PATH_PROBES = 3               # empty batches that measure the round trip
-_WARM_NEGLIGIBLE = 0.2         # seconds of one reference call past which a fresh reading's is not warmed
+# Seconds of one reference call past which it is not warmed: a cold call of week 8's loop (110-117
+# ms, a neighbour process busy meanwhile) was 0.3% and 0.6% slower than a warmed one (medians of
+# 40 and 20 paired calls in the reference process, load 1.2-1.5, December 2026).
+_WARM_NEGLIGIBLE = 0.1
 
 
 def _staged_call(fn: _Remote, args: tuple, whole_sandbox: bool = False) -> tuple[float, float, Any]:
@@ -873,17 +876,17 @@ def _remote_speedup(candidate: _Remote, baseline: Callable, make_args: Callable,
     Interleaved rounds (reference then candidate, then the other way round), each side's
     part a batch of fresh inputs lasting at least ``_ROUND_SECONDS``, the median of the
     paired per-call ratios with a distribution-free interval. The reference's batch gets
-    the first inputs of the candidate's batch (the verifier's own, never touched by the
-    student), so its results check those of the candidate; more of the candidate's results
-    are checked on a sample drawn where the worker cannot see it (one input before the round,
-    for the reference to warm on, the rest after the results arrived), and the
-    type and shape of every result is checked. ``as_compare``: the rules of
-    :func:`course_lib.timing.compare`, for a test that holds a student's own figure to a
-    fresh reading within a wide factor (see :func:`_remote_compare`): calls under
-    ``min_call_seconds`` are measured anyway (``compare`` warns instead), rounds stop at
-    compare's minimum once the budget is spent. A reference whose batch is one call of at
-    least :data:`_WARM_NEGLIGIBLE` seconds is not warmed first under compare's rules, nor
-    when the candidate's batch is one call too (both sides then start alike).
+    a run of the candidate's inputs that starts at a place drawn for each round where the
+    worker cannot see it (the verifier's own copies, never touched by the student), so its
+    results are a sampled check of the candidate's; more of the candidate's results are
+    checked on a sample drawn the same way (one input before the round, for the reference to
+    warm on, the rest after the results arrived), and the type and shape of every result is
+    checked. ``as_compare``: the rules of :func:`course_lib.timing.compare`, for a test that
+    holds a student's own figure to a fresh reading within a wide factor (see
+    :func:`_remote_compare`): calls under ``min_call_seconds`` are measured anyway
+    (``compare`` warns instead), rounds stop at compare's minimum once the budget is spent.
+    A reference whose batch is one call of at least :data:`_WARM_NEGLIGIBLE` seconds is not
+    warmed first.
     """
     from course_lib import timing
     from course_lib.grading import _speed
@@ -917,21 +920,22 @@ def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: C
     min_rounds = timing._min_rounds(0.95) if as_compare else _MIN_ROUNDS
     # A cold reference call lost 12% of a 12 ms loop but 2.7% of a 0.53 s pandas call (see
     # _ReferenceProcess.batch), while a warming call doubles what a long reference's rounds
-    # cost. It is skipped once one call lasts _WARM_NEGLIGIBLE and the batch is that one call:
-    # for compare's rules (a check within a factor of 3 cannot feel such a share), and when
-    # the student's batch is one call too, which starts as cold after the reference ran (the
-    # warming call is then on an input the timed call takes: no sampled check). Week 8's job
+    # cost. It is skipped once the batch is one call of _WARM_NEGLIGIBLE or more. Week 8's job
     # speed cell (references of 0.37-0.39 s, one call a side), A/B three times each at load
     # about 1: stored 9.21x, 9.13x, 6.42x warmed and 9.05x, 9.49x, 7.76x not (in process
-    # 8.0-8.8x); the cell 7.4-8.0 s against 5.1-7.2 s (7 December 2026). With a student's batch of
-    # several calls the warming call is one of the sampled checks, and stays.
-    warm = not (k_b == 1 and estimate.baseline_seconds >= _WARM_NEGLIGIBLE and (as_compare or k_c == 1))
+    # 8.0-8.8x); the cell 7.4-8.0 s against 5.1-7.2 s (7 December 2026). The warming call was
+    # also the round's one sampled check of a student's batch of several calls, while the
+    # reference timed the batch's first inputs, a place the student could count on; the
+    # reference now times a run starting at a place drawn for each round, which is itself
+    # that sampled check.
+    warm = not (k_b == 1 and estimate.baseline_seconds >= _WARM_NEGLIGIBLE)
     rng = __import__("numpy").random.default_rng(int.from_bytes(os.urandom(16), "little"))
     # Extra results checked per round, on top of the k_b the reference's batch checks.
     spare = max(0, k_c - k_b)
-    # The check budget spread over the fewest rounds a measurement may take (a settled one).
+    # The check budget spread over the fewest rounds a measurement may take (a settled one);
+    # the warming call's result is one more check at no cost.
     per_round = settings.verify_budget / _SETTLED_ROUNDS / max(estimate.baseline_seconds, 1e-9)
-    extra = min(spare, max(1 if spare else 0, int(per_round)))
+    extra = min(spare, max(1 if spare and warm else 0, int(per_round)))
     if as_compare:
         extra = 0  # compare checks no result: a sampled reference call would be work for nothing
     ratios: list[float] = []
@@ -949,6 +953,10 @@ def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: C
     while True:
         inputs = [_checks._fresh_args(make_args) for _ in range(max(k_c, k_b))]
         payload = _pack(inputs[:k_c])
+        # The reference times the k_b inputs from a place drawn now (wrapping round the
+        # student's batch), never shown to the worker: with the batch's first inputs, a batch
+        # right only there passed every check a long, unwarmed reference made.
+        order = _reference_order(k_c, k_b, rng)
         # The reference process receives the same bytes first: what that costs an honest
         # process is the yardstick for the worker's staging.
         with _spent("staging inputs"):
@@ -956,7 +964,7 @@ def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: C
                 everything = _pack(inputs)
                 honest = reference.stage(everything) * payload.nbytes / max(1, everything.nbytes)
             else:
-                honest = reference.stage(payload)
+                honest = reference.stage(_pack([inputs[i] for i in order]) if order[0] else payload)
         # The reference warms on one of the student's inputs that its own timed calls do not
         # take, drawn now and never shown to the worker: that result is one of the round's
         # sampled checks, computed once instead of twice.
@@ -967,6 +975,8 @@ def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: C
                 try:
                     with _spent("timed batches (reference)"):
                         t_b, expected = reference.batch(k_b, worker.threads or 1, warm_on, warm)
+                        expected = [(order[i], result) for i, result in enumerate(expected)]
+                        warmed = None if reference.warmed is None else (order[warm_on], reference.warmed[1])
                 finally:
                     worker.resume()
             else:
@@ -981,7 +991,7 @@ def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: C
             path.append(_run_batch(worker, None)[0])  # the same staged inputs, no work
         with _spent("result checks"):
             _check_batch(results, expected, inputs, k_c, extra, rng, baseline, estimate, settings,
-                         len(ratios) + 1, reference.warmed)
+                         len(ratios) + 1, warmed)
         t_c += smuggled
         base_t.append(t_b / k_b)
         cand_t.append(t_c / k_c)
@@ -999,6 +1009,23 @@ def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: C
                 return measured(not close)
 
 
+def _reference_order(k_c: int, k_b: int, rng: Any) -> list[int]:
+    """The student's inputs in the order the reference is staged them: it times the first ``k_b``.
+
+    A run of the student's ``k_c`` inputs from a place drawn with ``rng``, wrapping round;
+    when the reference's batch covers the student's (``k_b >= k_c``), no draw is needed.
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(1)
+    >>> _reference_order(5, 2, rng), _reference_order(5, 2, rng), _reference_order(2, 3, rng)
+    ([2, 3, 4, 0, 1], [2, 3, 4, 0, 1], [0, 1, 2])
+    """
+    if k_b >= k_c:
+        return list(range(max(k_c, k_b)))
+    at = int(rng.integers(k_c))
+    return [(at + i) % k_c for i in range(k_c)]
+
+
 def _ends(ratios: list[float]) -> tuple[float, float]:
     """The two ends of the median's 95% interval."""
     from course_lib.grading import _speed
@@ -1007,14 +1034,15 @@ def _ends(ratios: list[float]) -> tuple[float, float]:
     return low, high
 
 
-def _check_batch(results: Any, expected: list, inputs: list, k_c: int, extra: int, rng: Any,
-                 baseline: Callable, estimate: Any, settings: Any, round_: int,
+def _check_batch(results: Any, expected: list[tuple[int, Any]], inputs: list, k_c: int, extra: int,
+                 rng: Any, baseline: Callable, estimate: Any, settings: Any, round_: int,
                  warmed: tuple[int, Any] | None = None) -> None:
     """Every result's type and shape; the reference's inputs' results; a sample of the rest.
 
-    ``warmed``: ``(index, reference result)`` of a sampled input whose result the reference
-    process computed already (see ``_ReferenceProcess.batch``); the rest of the sample is
-    drawn from the other inputs.
+    ``expected``: ``(index, reference result)`` of each input the reference's batch timed.
+    ``warmed``: the same for a sampled input whose result the reference process computed
+    already (see ``_ReferenceProcess.batch``); the rest of the sample is drawn from the
+    other inputs.
     """
     from course_lib import grading
     from course_lib.grading import _values
@@ -1028,12 +1056,13 @@ def _check_batch(results: Any, expected: list, inputs: list, k_c: int, extra: in
                     f"Wrong result in timed round {round_}, measured outside your kernel: expected "
                     f"{_values._describe_signature(estimate.signature)}, got "
                     f"{_values._describe_signature(_values._signature(result))}")
-    checked = list(zip(range(len(expected)), expected))
+    checked = list(expected)
     if extra and warmed is not None:
         checked.append(warmed)
         extra -= 1
     if extra:
-        rest = [i for i in range(len(expected), k_c) if warmed is None or i != warmed[0]]
+        taken = {i for i, _ in checked}
+        rest = [i for i in range(k_c) if i not in taken]
         for i in rng.choice(rest, size=min(extra, len(rest)), replace=False):
             checked.append((int(i), baseline(*inputs[int(i)])))
     for i, reference in checked:
