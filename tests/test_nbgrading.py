@@ -172,12 +172,28 @@ def test_grade_submission_alone_finishes_an_undecided_submission_without_a_later
     assert result.has_flag("undecided")
 
 
-def test_a_notebook_with_a_memory_cell_is_verified_in_a_fresh_worker():
-    # A memory cell reads the first call on its input; the notebook's kernel has called the
-    # student's code on that input already (in its own run of the test), so its kernel is not
-    # the verifier's worker (week 5's content_cache variant in its self-test).
+def test_a_memory_cell_the_kernel_runs_sends_the_notebook_to_a_fresh_worker(tmp_path):
+    # A memory cell reads the first call on its input; a kernel that ran the test has called the
+    # student's code on that input already, so it is not the verifier's worker (week 5's
+    # content_cache variant in its self-test). A memory cell graded outside the kernel only was
+    # never run there: the kernel can serve (week 5's are, since December 2026).
     from pathlib import Path
 
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from course_lib.grader.common import GRADED_OUTSIDE
+
+    def notebook(name, source):
+        cell = new_code_cell(source)
+        cell.metadata["nbgrader"] = {"grade": True, "grade_id": "test_x_memory", "locked": True,
+                                     "solution": False, "points": 1, "schema_version": 3}
+        nbformat.write(new_notebook(cells=[cell]), tmp_path / name)
+        return tmp_path / name
+
+    test = "peak_memory_points(f, '1 MB', '10 MB', 1, PATH)"
+    assert verify._reads_first_calls(notebook("in_kernel.ipynb", test))
+    assert not verify._reads_first_calls(notebook("outside.ipynb", f"{GRADED_OUTSIDE}\n{test}"))
     solutions = Path(__file__).resolve().parents[1] / "solutions"
-    assert verify._reads_first_calls(solutions / "week5" / "week5.ipynb")
-    assert not any(verify._reads_first_calls(solutions / week / f"{week}.ipynb") for week in ("week2", "week7", "week8"))
+    assert not any(verify._reads_first_calls(solutions / week / f"{week}.ipynb")
+                   for week in ("week2", "week5", "week7", "week8"))

@@ -115,11 +115,11 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path,
         # reading finds none: a fresh worker runs the cells).
         parked = _parked.take(student, assignment, path.stem)
         if parked is not None and _reads_first_calls(source):
-            # A memory cell reads the first call on its input, and the kernel has called the
-            # student's code on that very input in its own run of the test: week 5's
-            # content_cache variant, which keeps its answers by the file's bytes, earned a
-            # memory point from the kernel's cache (0.41 where 0 is expected). A fresh worker
-            # has called nothing.
+            # A memory cell reads the first call on its input, and a kernel that ran the test
+            # has called the student's code on that very input: week 5's content_cache
+            # variant, which keeps its answers by the file's bytes, earned a memory point from
+            # the kernel's cache (0.41 where 0 is expected). A fresh worker has called nothing;
+            # nor has a kernel when the cell is graded outside it (week 5's are).
             parked.end()
             parked = None
         try:
@@ -238,13 +238,14 @@ def _verify(course: Course, student: str, assignment: str, log_file: Path,
 
 
 def _reads_first_calls(source: Path) -> bool:
-    """Whether the instructor's notebook has a memory cell (whose reading is of a first call)."""
+    """Whether the instructor's notebook has a memory cell (whose reading is of a first call) that
+    the student's kernel runs (one graded outside the kernel only is never run there)."""
     try:
         nb = nbformat.read(str(source), as_version=4)
     except Exception:  # noqa: BLE001 - unreadable here, unreadable for the verifier: it says so
         return False
     return any(c.cell_type == "code" and (c.metadata.get("nbgrader", {}).get("grade_id") or "").endswith("_memory")
-               for c in nb.cells)
+               and not graded_outside(c) for c in nb.cells)
 
 
 def _kernel_gave_more(in_kernel: float, stored: float, max_score: float) -> bool:
