@@ -130,12 +130,13 @@ EXPECTED = {
     "fills_disk": (0, {"disk-quota"}),
     # 7. week 5 (16 automatic points): the whole file read with tracemalloc stopped, or in a
     # forked child, earns no more than the honest whole-file read: the memory cell's 2 points
-    # are lost outside the kernel (inside, the dodges earned them). The child's reported peaks
-    # are tracemalloc's readings and agree with the grader's; the stopped tracemalloc reads
-    # 0 B in the grader's hands, beside the figures the notebook reported (1 of 3 there)
+    # are lost outside the kernel (its memory cells are graded there only, so the kernel gives
+    # no figure to differ from). The child's reported peaks are tracemalloc's readings and
+    # agree with the grader's; the stopped tracemalloc reads 0 B in the grader's hands, beside
+    # the figures the notebook reported (1 of 3 there)
     "week5_whole_file": (14, set()),
-    "week5_hides_from_tracemalloc": (12, {"verdict-differs"}),
-    "week5_reads_in_a_child": (14, {"verdict-differs"}),
+    "week5_hides_from_tracemalloc": (12, set()),
+    "week5_reads_in_a_child": (14, set()),
     # 8. the grader's paths printed, or raised in the worker's messages: none in the feedback
     "prints_host_paths": (10, set()),
     "raises_host_paths": (2, {"verdict-differs"}),
