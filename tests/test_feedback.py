@@ -145,6 +145,22 @@ def graded(tmp_path_factory) -> Path:
     return tmp / "grading" / "feedback"
 
 
+def test_nbgraders_feedback_step_writes_a_placeholder_not_a_rendered_page():
+    # Its page is replaced by ours at once: rendering it cost more than the rest of the stage.
+    exporter = feedback._placeholder_class()()
+    output, resources = exporter.from_notebook_node(_notebook())
+    assert output == feedback._PLACEHOLDER_PAGE and resources["output_extension"] == ".html"
+
+
+@pytest.mark.slow
+def test_every_page_after_grading_is_ours(graded):
+    pages = sorted(graded.glob("*/example/*"))
+    assert [p.name for p in pages] == ["example.html"] * len(SAMPLES)
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        assert text != feedback._PLACEHOLDER_PAGE and "feedback for " in text, page
+
+
 @pytest.mark.slow
 def test_what_a_student_sees_in_a_browser(graded):
     from test_book_browser import CHROMIUM, chromium

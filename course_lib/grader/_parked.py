@@ -85,14 +85,23 @@ class ParkedKernel:
     shared: str
     """A folder the kernel's sandbox reads (read-only): the verifier's temporary folder."""
     _end: Callable[[], None] = field(repr=False)
+    verifier: Any = None
+    """A :class:`~course_lib.grader.verification.StartedVerifier` holding this line, or None."""
     _ended: bool = field(default=False, repr=False)
 
     def end(self) -> None:
-        """Kill the kernel's sandbox and release what it held (once; later calls do nothing)."""
+        """Kill the kernel's sandbox and release what it held (once; later calls do nothing).
+
+        A verifier started for the kernel and not used is ended too.
+        """
         if self._ended:
             return
         self._ended = True
-        self._end()
+        try:
+            if self.verifier is not None:
+                self.verifier.discard()
+        finally:
+            self._end()
 
 
 _PARKED: dict[tuple[str, str, str], ParkedKernel] = {}

@@ -78,7 +78,8 @@ from course_lib.grader._timed_calls import (  # shared with _remote_parallel, th
     _stage, _timed_reference, _Untransportable)
 from course_lib.grader.sandbox import _status_kib  # a field of /proc/PID/status, in KiB
 
-__all__ = ["CellVerdict", "VerificationFailed", "is_performance_cell", "verify_notebook", "PERFORMANCE_SUFFIXES"]
+__all__ = ["CellVerdict", "StartedVerifier", "VerificationFailed", "is_performance_cell", "verify_notebook",
+           "PERFORMANCE_SUFFIXES"]
 
 PERFORMANCE_SUFFIXES = ("_speed", "_memory", "_scaling")
 """Grade ids ending in one of these are verified outside the student's kernel."""
@@ -228,7 +229,8 @@ def verify_notebook(source: str | Path, autograded: str | Path, timeout: int = 6
         for folder in (base, job["tmpdir"]):
             os.chmod(folder, 0o755)
         with open(job["log"], "a", encoding="utf-8", errors="backslashreplace") as log_file:
-            found = _run_verifier(job, limit, memory, log_file, kernel.fds if kernel is not None else ())
+            found = _run_verifier(job, limit, memory, log_file, kernel.fds if kernel is not None else (),
+                                  getattr(kernel, "verifier", None))
     if profile is not None:
         profile.update(found.get("profile", {}))
     try:
@@ -245,10 +247,13 @@ _VERIFIER_OWN = 3 * 2**29
 _WATCH_SECONDS = 0.05         # between two looks at the verifier's memory
 
 
-def _run_verifier(job: dict, limit: float, memory: int, log_file: Any, pass_fds: tuple[int, ...] = ()) -> dict:
+def _run_verifier(job: dict, limit: float, memory: int, log_file: Any, pass_fds: tuple[int, ...] = (),
+                  started: StartedVerifier | None = None) -> dict:
     """Run the verifier on ``job`` within ``limit`` seconds and ``memory`` bytes; its report.
 
     ``pass_fds``: descriptors it inherits (a parked kernel's line, see ``job["attach"]``).
+    ``started``: a verifier started ahead with those descriptors (see :class:`StartedVerifier`),
+    used instead of starting one, unless it has died meanwhile.
 
     The verifier and the processes it starts outside the sandbox (the reference process)
     are watched from here; past either limit the whole session is killed, together with the
@@ -256,17 +261,16 @@ def _run_verifier(job: dict, limit: float, memory: int, log_file: Any, pass_fds:
     """
     import secrets
 
-    from course_lib.grader.sandbox import OWNER_VARIABLE, remove_leftovers
+    from course_lib.grader.sandbox import remove_leftovers
 
-    # The verifier's sandbox groups carry this name, so that they can be found and removed
-    # however it ends (a pid could be another process's by then).
-    owner = f"v{secrets.token_hex(5)}"
-    # -I -P: no PYTHON* variables, no user site, and neither the working folder nor the
-    # script's folder on sys.path, so a numpy.py dropped by the student's code next to the
-    # notebook is never imported by the verifier.
-    proc = subprocess.Popen([sys.executable, "-I", "-P", "-c", _JUDGE], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=log_file, start_new_session=True,
-                            env={**os.environ, OWNER_VARIABLE: owner}, pass_fds=pass_fds)
+    if started is not None and started.take(pass_fds):
+        owner, proc = started.owner, started.proc
+        job = {**job, "log_to_job": True}  # its stderr is the log from here on (see _judge_main)
+    else:
+        # The verifier's sandbox groups carry this name, so that they can be found and removed
+        # however it ends (a pid could be another process's by then).
+        owner = f"v{secrets.token_hex(5)}"
+        proc = _start_verifier(owner, log_file, pass_fds)
     watch = _TreeWatch(proc, memory)
     watch.start()
     failed = None
@@ -280,6 +284,8 @@ def _run_verifier(job: dict, limit: float, memory: int, log_file: Any, pass_fds:
         if failed or watch.hit or proc.returncode != 0:
             _kill_session(proc)
         remove_leftovers(owner)  # none when it closed its sandboxes itself
+        if started is not None:
+            started.copy_early_messages(log_file)
     if watch.hit:
         raise VerificationFailed(f"the verifier used {watch.peak / 1e6:,.0f} MB of memory, above its limit of "
                                  f"{memory / 1e6:,.0f} MB")
@@ -296,6 +302,61 @@ def _run_verifier(job: dict, limit: float, memory: int, log_file: Any, pass_fds:
             isinstance(v, dict) for v in found["verdicts"]) or not isinstance(found.get("profile", {}), dict):
         raise VerificationFailed("the verifier's report could not be read")
     return found
+
+
+def _start_verifier(owner: str, stderr: Any, pass_fds: tuple[int, ...]) -> subprocess.Popen:
+    from course_lib.grader.sandbox import OWNER_VARIABLE
+
+    # -I -P: no PYTHON* variables, no user site, and neither the working folder nor the
+    # script's folder on sys.path, so a numpy.py dropped by the student's code next to the
+    # notebook is never imported by the verifier.
+    return subprocess.Popen([sys.executable, "-I", "-P", "-c", _JUDGE], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=stderr, start_new_session=True,
+                            env={**os.environ, OWNER_VARIABLE: owner}, pass_fds=pass_fds)
+
+
+class StartedVerifier:
+    """A verifier process started before its notebook is graded, waiting for its job.
+
+    Starting one (an interpreter importing NumPy, pandas and the grading package) took 0.6-0.8
+    s of every notebook's verify stage. ``course grade`` starts it as the notebook's kernel
+    starts (:class:`course_lib.grader._nbpreprocessors.CourseExecute`), when no student code
+    runs yet, handing it the parked kernel's line (``pass_fds``); :func:`verify_notebook`
+    sends it the job. What it writes before the job (normally nothing) is kept in a file of
+    its own and added to the notebook's log. :meth:`discard` ends one that was never used.
+    """
+
+    def __init__(self, pass_fds: tuple[int, ...] = ()) -> None:
+        import secrets
+
+        self.owner = f"v{secrets.token_hex(5)}"
+        self.pass_fds = tuple(pass_fds)
+        self._early = tempfile.TemporaryFile()
+        self.proc = _start_verifier(self.owner, self._early, self.pass_fds)
+        self._taken = False
+
+    def take(self, pass_fds: tuple[int, ...]) -> bool:
+        """Whether this process can verify a job with ``pass_fds`` (once; then it is the caller's)."""
+        if self._taken or tuple(pass_fds) != self.pass_fds or self.proc.poll() is not None:
+            return False
+        self._taken = True
+        return True
+
+    def copy_early_messages(self, log_file: Any) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self._early.seek(0)
+            early = self._early.read(1 << 20).decode("utf-8", "backslashreplace")
+            if early:
+                log_file.write(early)
+            self._early.close()
+
+    def discard(self) -> None:
+        """End the process unless a job took it (a process that verified ends by itself)."""
+        if not self._taken:
+            self._taken = True
+            _kill_session(self.proc)
+            with contextlib.suppress(OSError):
+                self._early.close()
 
 
 class _TreeWatch:
@@ -1749,11 +1810,9 @@ def _share(folder: str) -> None:
 
 
 def _judge_main() -> int:
-    job = json.loads(sys.stdin.read())
-    report = sys.stdout
-    sys.stdout = sys.stderr
     # Everything the verifier needs is imported before it moves into the student's folder
-    # (where instructor cells may read the notebook's data files by relative path).
+    # (where instructor cells may read the notebook's data files by relative path), and
+    # before it reads its job: a verifier started ahead (StartedVerifier) imports meanwhile.
     import numpy  # noqa: F401
     import pandas  # noqa: F401
 
@@ -1763,6 +1822,14 @@ def _judge_main() -> int:
 
     from course_lib import complexity, grading, timing  # noqa: F401
 
+    job = json.loads(sys.stdin.read())
+    if job.get("log_to_job"):
+        sys.stderr.flush()
+        log = os.open(job["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.dup2(log, 2)
+        os.close(log)
+    report = sys.stdout
+    sys.stdout = sys.stderr
     if job.get("tmpdir"):
         os.environ["TMPDIR"] = tempfile.tempdir = job["tmpdir"]
     os.chdir(job["cwd"])
