@@ -963,3 +963,21 @@ def test_writing_large_results_is_not_billed_twice_or_forgiven_twice(tmp_path):
     # other xdist worker the reference's sorts once took 1.07 s a call, ten times their quiet
     # time, and the honest reading was 1,112x (interval 317x to 1,940x).
     assert verdict.measured is not None and 5 < verdict.measured < 20_000, verdict.detail
+
+
+def test_a_verifier_started_ahead_takes_the_job_and_an_unused_one_is_ended(tmp_path, monkeypatch):
+    # course grade starts the verifier as the notebook's kernel starts (its imports then overlap
+    # the kernel's); the job reaches it later, and its messages reach the notebook's log.
+    started = verification.StartedVerifier(())
+    real = verification._run_verifier
+    monkeypatch.setattr(verification, "_run_verifier",
+                        lambda job, limit, memory, log_file, pass_fds=(), _=None:
+                        real(job, limit, memory, log_file, pass_fds, started))
+    answer = FAST + "\nprint('from the answer cell')\n"
+    verdict = _verify(tmp_path, answer)
+    assert verdict.conclusive and verdict.score == 3, verdict.detail
+    assert started.proc.returncode == 0 and not started.take(())  # it ran the job, and ended
+    assert "from the answer cell" in (tmp_path / "log.txt").read_text()
+    unused = verification.StartedVerifier(())
+    unused.discard()
+    assert unused.proc.returncode is not None
