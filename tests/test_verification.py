@@ -800,6 +800,24 @@ def test_tasks_run_one_after_another_earn_no_parallel_point(tmp_path, answer):
     assert "Not parallel" in verdict.detail and "1 thread or process did the work" in verdict.detail
 
 
+# Right on one worker and in the checks before timing; with workers, wrong in the timed rounds.
+WRONG_WHEN_TIMED = THREADED.replace("def total(seed, n_chunks, n, workers):\n",
+                                    "_parallel_calls = [0]\n\n\ndef total(seed, n_chunks, n, workers):\n"
+                                    "    _parallel_calls[0] += workers > 1\n"
+                                    "    if workers > 1 and _parallel_calls[0] > 3:\n"
+                                    "        return 0.0\n")
+
+
+@needs_two_cores
+def test_a_parallel_result_is_checked_against_the_next_rounds_reference(tmp_path):
+    # The reference's timed call of round 2 is on the input of round 1's parallel run: its
+    # result checks that run's, with no untimed call of its own.
+    assert WRONG_WHEN_TIMED != THREADED
+    verdict = _verify_parallel(tmp_path, WRONG_WHEN_TIMED)
+    assert verdict.conclusive and verdict.score == 0, verdict.detail
+    assert "with 2 workers in timed round 1" in verdict.detail, verdict.detail
+
+
 # --- partial credit for memory and growth, outside the kernel --------------------------------
 
 MEMORY_POINTS_TEST = ('from course_lib.grading import peak_memory_points\n\n'
