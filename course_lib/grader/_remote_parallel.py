@@ -115,8 +115,7 @@ def _measure(candidate: Any, reference: Callable, make_args: Callable, settings:
     # week 7's rounds). Only one worker then meets an input the parallel run had: keeping
     # results could only make the one-worker run faster, which lowers the speed-up.
     process = v._ReferenceProcess(reference)
-    unchecked: list[tuple[int, Any]] = []  # the last round's parallel result, and its round
-    carried: list[tuple] = []  # its input
+    pending: tuple[int, Any, tuple] | None = None  # the last round's parallel run: round, result, input
 
     def check_many(result: Any, expected: Any, i: int) -> None:
         _parallel._check_parallel_result(result, expected, settings,
@@ -125,7 +124,8 @@ def _measure(candidate: Any, reference: Callable, make_args: Callable, settings:
 
     try:
         def one_round(i: int) -> Any:
-            shared = carried.pop() if carried else _checks._fresh_args(make_args)
+            nonlocal pending
+            shared = pending[2] if pending else _checks._fresh_args(make_args)
             other = _checks._fresh_args(make_args)
             sides = ("reference", "one", "many") if i % 2 == 0 else ("many", "one", "reference")
             seconds, results, usage = {}, {}, {}
@@ -147,18 +147,17 @@ def _measure(candidate: Any, reference: Callable, make_args: Callable, settings:
                         f"{_values._describe_signature(_values._signature(results[side]))}")
             _parallel._check_parallel_result(results["one"], results["reference"], settings,
                                              f"with 1 worker in timed round {i + 1}, checked outside your kernel")
-            if unchecked:
-                check_many(unchecked[0][1], results["reference"], unchecked[0][0])
-            unchecked[:] = [(i, results["many"])]
-            carried[:] = [other]
+            if pending:
+                check_many(pending[1], results["reference"], pending[0])
+            pending = (i, results["many"], other)
             many = usage["many"]
             return _parallel._ParallelRound(seconds["reference"], seconds["one"], seconds["many"],
                                             many.concurrency, many.workers,
                                             many.waited / many.wall if many.wall > 0 else 0.0)
 
         rounds = _parallel._parallel_rounds(one_round, settings, decision)
-        if unchecked:  # the last round's parallel run: one untimed call of the reference
-            check_many(unchecked[0][1], reference(*carried[0]), unchecked[0][0])
+        if pending:  # the last round's parallel run: one untimed call of the reference
+            check_many(pending[1], reference(*pending[2]), pending[0])
     finally:
         process.close()
     return _parallel._parallel_result(rounds, settings, pools)

@@ -259,18 +259,13 @@ def _run_verifier(job: dict, limit: float, memory: int, log_file: Any, pass_fds:
     are watched from here; past either limit the whole session is killed, together with the
     sandbox groups it made (:func:`course_lib.grader.sandbox.remove_leftovers`).
     """
-    import secrets
-
     from course_lib.grader.sandbox import remove_leftovers
 
     if started is not None and started.take(pass_fds):
         owner, proc = started.owner, started.proc
         job = {**job, "log_to_job": True}  # its stderr is the log from here on (see _judge_main)
     else:
-        # The verifier's sandbox groups carry this name, so that they can be found and removed
-        # however it ends (a pid could be another process's by then).
-        owner = f"v{secrets.token_hex(5)}"
-        proc = _start_verifier(owner, log_file, pass_fds)
+        owner, proc = _start_verifier(log_file, pass_fds)
     watch = _TreeWatch(proc, memory)
     watch.start()
     failed = None
@@ -304,15 +299,21 @@ def _run_verifier(job: dict, limit: float, memory: int, log_file: Any, pass_fds:
     return found
 
 
-def _start_verifier(owner: str, stderr: Any, pass_fds: tuple[int, ...]) -> subprocess.Popen:
+def _start_verifier(stderr: Any, pass_fds: tuple[int, ...]) -> tuple[str, subprocess.Popen]:
+    """(owner, process): a verifier reading its job from its standard input."""
+    import secrets
+
     from course_lib.grader.sandbox import OWNER_VARIABLE
 
+    # The verifier's sandbox groups carry the owner's name, so that they can be found and
+    # removed however it ends (a pid could be another process's by then).
+    owner = f"v{secrets.token_hex(5)}"
     # -I -P: no PYTHON* variables, no user site, and neither the working folder nor the
     # script's folder on sys.path, so a numpy.py dropped by the student's code next to the
     # notebook is never imported by the verifier.
-    return subprocess.Popen([sys.executable, "-I", "-P", "-c", _JUDGE], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=stderr, start_new_session=True,
-                            env={**os.environ, OWNER_VARIABLE: owner}, pass_fds=pass_fds)
+    return owner, subprocess.Popen([sys.executable, "-I", "-P", "-c", _JUDGE], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, stderr=stderr, start_new_session=True,
+                                   env={**os.environ, OWNER_VARIABLE: owner}, pass_fds=pass_fds)
 
 
 class StartedVerifier:
@@ -327,12 +328,9 @@ class StartedVerifier:
     """
 
     def __init__(self, pass_fds: tuple[int, ...] = ()) -> None:
-        import secrets
-
-        self.owner = f"v{secrets.token_hex(5)}"
         self.pass_fds = tuple(pass_fds)
         self._early = tempfile.TemporaryFile()
-        self.proc = _start_verifier(self.owner, self._early, self.pass_fds)
+        self.owner, self.proc = _start_verifier(self._early, self.pass_fds)
         self._taken = False
 
     def take(self, pass_fds: tuple[int, ...]) -> bool:
