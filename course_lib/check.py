@@ -204,7 +204,12 @@ def check_notebook(path: str | Path, part: int | str | None = None, *, timeout: 
         if number is not None else len(nb.cells) - 1
     warnings = [f"read-only cell {cell.metadata['nbgrader']['grade_id']!r} was edited; the original "
                 "is put back when it is graded" for cell in nb.cells if _edited_locked(cell)]
-    ran = _execute(nb, path, last, timeout)
+    ran, last_words = _execute(nb, path, last, timeout)
+    if ran <= last:
+        grade_id = nb.cells[ran].metadata.get("nbgrader", {}).get("grade_id")
+        where = f"cell {ran + 1} of the notebook" + (f" ({grade_id!r})" if grade_id else "")
+        warnings.append(f"the kernel died while {where} ran"
+                        + (f"; its last words: {last_words}" if last_words else ""))
     cells = tuple(_checked(cell, titles.get(numbering[i], ""), i < ran) for i, cell in enumerate(nb.cells)
                   if _is_grade(cell) and i <= last and (number is None or numbering[i] == number))
     return CheckResult(path, cells, tuple(warnings), number)
@@ -336,8 +341,11 @@ def _cell_parts(nb) -> list[int]:
     return numbering
 
 
-def _execute(nb, path: Path, last: int, timeout: int) -> int:
-    """Run cells ``0..last`` in a fresh kernel; return how many code cells got to run."""
+def _execute(nb, path: Path, last: int, timeout: int) -> tuple[int, str]:
+    """Run cells ``0..last`` in a fresh kernel: how many got to run, and what the kernel last
+    wrote to its own stderr if it died before the end (else "")."""
+    import tempfile
+
     from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from nbformat.v4 import new_output
@@ -353,17 +361,30 @@ def _execute(nb, path: Path, last: int, timeout: int) -> int:
     client = NotebookClient(nb, timeout=timeout, allow_errors=True, interrupt_on_timeout=True,
                             kernel_name="python3", kernel_manager_class=IpcKernelManager,
                             resources={"metadata": {"path": str(path.parent.resolve())}})
-    with client.setup_kernel(env=env):
-        for index, cell in enumerate(nb.cells[:last + 1]):
-            try:
-                client.execute_cell(cell, index)
-            except CellTimeoutError:
-                cell.outputs.append(new_output("error", ename="CellTimeoutError",
-                                               evalue=f"ran longer than {timeout} s and was interrupted",
-                                               traceback=[]))
-            except DeadKernelError:
-                return index
-    return last + 1
+    # The kernel process's own stderr goes to a file, not to the student's terminal: what the
+    # cells write reaches their outputs anyway (ipykernel captures the descriptors while a
+    # cell runs), and what is left is the kernel's housekeeping, such as ZeroMQ's rare
+    # "Assertion failed: pfd.revents & POLLIN" as its context closes after the last cell.
+    # It is shown only when the kernel died, when its last words say why.
+    with tempfile.TemporaryFile() as log:
+        with client.setup_kernel(env=env, stderr=log):
+            for index, cell in enumerate(nb.cells[:last + 1]):
+                try:
+                    client.execute_cell(cell, index)
+                except CellTimeoutError:
+                    cell.outputs.append(new_output("error", ename="CellTimeoutError",
+                                                   evalue=f"ran longer than {timeout} s and was interrupted",
+                                                   traceback=[]))
+                except DeadKernelError:
+                    return index, _last_words(log)
+    return last + 1, ""
+
+
+def _last_words(log) -> str:
+    """The last non-blank line a kernel wrote to ``log`` (a binary file), at most 200 characters."""
+    log.seek(0)
+    lines = [line.strip() for line in log.read()[-4096:].decode("utf-8", "replace").splitlines()]
+    return next((line[:200] for line in reversed(lines) if line), "")
 
 
 def _is_grade(cell) -> bool:
