@@ -159,12 +159,14 @@ GUESSED_ANSWERS = _edited("answers_task1", "stage_seconds = before_sw.seconds",
                           ).replace('dominant_stage = str(before_sw.table()["seconds"].idxmax())  # from the measurement, not a guess',
                                     'dominant_stage = "sessionise"  # the per-user filter looked worst')
 
-# Task 1 measured, but on a tenth of the night's log to save time. At 4,000 lines from 300
-# users the per-user work outweighs the per-line work: sessionise took 68-74% of the job
-# (three runs, load 8.6), so the measurement names the wrong stage, and its total is a tenth
-# of the grader's: no Task 1 point. (The report, measured on the whole night, is unharmed.)
+# Task 1 measured, but on a small part of the night's log to save time. With 300 users the
+# per-user work outweighs the per-line work on a small log: at 1,000 lines sessionise took 84%
+# of the job (three runs, load 0.4; the whole night's log: 21-36%), so the measurement names the
+# wrong stage and its shares are at least 0.45 from the grader's: no Task 1 point. (The report,
+# measured on the whole night, is unharmed.) A tenth of the log (4,000 lines: sessionise 64-82%)
+# sits at the share test's edge and keeps 0 to about a tenth of the point, by the load.
 SMALL_LOG_ANSWERS = _edited("answers_task1", "before_sw, before_result = run_job(night_log)",
-                            "before_sw, before_result = run_job(make_log(4_000, NIGHT_USERS, seed=1))")
+                            "before_sw, before_result = run_job(make_log(1_000, NIGHT_USERS, seed=1))")
 
 
 def _longest_options() -> dict[str, str]:
