@@ -867,6 +867,26 @@ def test_parallel_work_needs_two_cores_and_no_more_than_the_process_has():
         _parallel(threaded_total, workers=1)
 
 
+@pytest.mark.parametrize("ratios, settled", [
+    ([2.0] * 200, True),             # every ratio past full_at: the grade cannot change
+    ([1.0] * 200, True),             # every ratio below zero_at: nor can it here
+    ([2.0] * 5 + [1.3] * 195, False),  # a partial-credit reading runs until the budget is spent
+    ([1.05, 2.0] * 100, False),      # ratios on both sides: the budget too (twice: too close to call)
+])
+def test_parallel_rounds_stop_at_six_once_the_grade_is_settled(ratios, settled):
+    from course_lib.grading._parallel import _ParallelRound, _ParallelSettings, _parallel_rounds
+    from course_lib.grading._speed import _Decision
+
+    settings = _ParallelSettings(workers=2, full_at=1.6, zero_at=1.1, points=2, budget=1.0, within=1.1,
+                                 min_concurrency=1.5, tolerance=None, margin=0.0, min_call_seconds=0.001,
+                                 checks=3)
+    decision = _Decision(full_at=1.6, zero_at=1.1, points=2, margin=0.0)
+    # About 0.03 s counted a round (not slept): the 1 s budget lasts some 35 rounds.
+    rounds = _parallel_rounds(lambda i: _ParallelRound(0.01, 0.01, 0.01 / ratios[i], 2.0, 2, 0.0),
+                              settings, decision)
+    assert len(rounds) == 6 if settled else len(rounds) > 30
+
+
 # --- partial credit for memory and growth (log_points, peak_memory_points, scaling_points) ----
 
 

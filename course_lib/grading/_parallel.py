@@ -106,7 +106,8 @@ def parallel_points(
     full_at, zero_at, points : float
         As for :func:`speedup_points`, for the parallel speed-up.
     budget : float, default 2.0
-        Seconds of timed calls (at least 9 rounds).
+        Seconds of timed calls (at least 9 rounds, or 6 once both ends of the median's
+        interval earn the same grade, all points or none).
     within : float, default 1.1
         The one-worker time counts at most this many times the reference's.
     min_concurrency : float, default 1.25
@@ -273,6 +274,11 @@ def _parallel_settings(
 
 
 _PARALLEL_MIN_ROUNDS = 9   # the median of 9 paired ratios has a 96% interval
+# ... but the grade is settled sooner, from 6 rounds on, when both ends of the median's interval
+# earn the same grade, all points or none: with 6 ratios [min, max] covers the median with
+# probability 96.9% (1 - 2/2^6). The verifier's speed rounds follow the same rule
+# (course_lib.grader.verification._SETTLED_ROUNDS).
+_PARALLEL_SETTLED_ROUNDS = 6
 _PARALLEL_MAX_ROUNDS = 60
 _PARALLEL_WALL_FACTOR = 4.0  # rounds stop at this many times the budget in wall time
 
@@ -280,7 +286,8 @@ _PARALLEL_WALL_FACTOR = 4.0  # rounds stop at this many times the budget in wall
 def _parallel_rounds(
     one_round: Callable[[int], _ParallelRound], settings: _ParallelSettings, decision: _Decision,
 ) -> list[_ParallelRound]:
-    """Rounds until the budget is spent (at least 9); twice as many when too close to call.
+    """Rounds until the budget is spent (at least 9); twice as many when too close to call;
+    6 when their ratios all earn the same grade, full points or none (:meth:`_Decision.settled`).
 
     ``one_round(i)`` times one call of each side (the order alternating with ``i``).
     Shared by the kernel's full measurement and the verifier's.
@@ -293,6 +300,10 @@ def _parallel_rounds(
         rounds.append(r)
         spent += r.reference + r.one + r.many
         wall = _perf_counter() - started
+        if len(rounds) >= _PARALLEL_SETTLED_ROUNDS:
+            low, _, high = _median_interval([x.ratio(settings.within) for x in rounds])
+            if decision.settled(low, high):
+                return rounds
         if len(rounds) < _PARALLEL_MIN_ROUNDS:
             continue
         if (spent >= limit * settings.budget or wall >= limit * _PARALLEL_WALL_FACTOR * settings.budget
