@@ -366,10 +366,13 @@ def test_slow_inputs_cannot_stretch_the_rounds_past_twice_the_budget():
         time.sleep(0.05)
         return (15_000,)
 
-    # min_round well under one call (0.5 ms quiet, more under load): one call per side.
+    # min_round well under one call (0.5 ms quiet, more under load): one call on the side that
+    # read slower while calibrating; the other side is balanced to it, so under load (a
+    # calibration reading three times the other's, make test beside two self-tests) it may take
+    # a few calls.
     c = timing.compare(work, work, make_args=slow_inputs, budget=0.2, min_round=0.0001)
     assert c.rounds == timing._min_rounds(0.95)
-    assert c.loops_baseline == c.loops_candidate == 1
+    assert min(c.loops_baseline, c.loops_candidate) == 1
 
 @pytest.mark.parametrize("fresh", [True, False])
 def test_check_sees_every_candidate_result_and_no_baseline_result(fresh):
