@@ -872,10 +872,8 @@ _ROUND_SECONDS = 0.02
 _MAX_BATCH = 10_000
 _MAX_BATCH_BYTES = 64 * 2**20  # pickled inputs staged for one batch
 _MIN_ROUNDS = 9                # the median of 9 paired ratios has a 96% interval
-# ... but a grade is settled sooner when every one of 6 ratios lies on one side of the cell's
-# boundary: their [min, max] covers the median with probability 96.9% (1 - 2/2^6), and more
-# rounds would only refine a figure whose grade they cannot change (see _Decision.settled).
-_SETTLED_ROUNDS = 6
+# ... but a grade is settled from grading._speed._SETTLED_ROUNDS (6) on, once the ends of the
+# median's interval earn the same grade (see _Decision.settled).
 _MAX_ROUNDS = 60
 _ROUNDS_BUDGET = 1.5           # timed seconds of rounds per second of the cell's budget
 _WALL_BUDGET = 4.0             # ... and at most this many wall seconds per second of budget
@@ -993,7 +991,7 @@ def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: C
     spare = max(0, k_c - k_b)
     # The check budget spread over the fewest rounds a measurement may take (a settled one);
     # the warming call's result is one more check at no cost.
-    per_round = settings.verify_budget / _SETTLED_ROUNDS / max(estimate.baseline_seconds, 1e-9)
+    per_round = settings.verify_budget / _speed._SETTLED_ROUNDS / max(estimate.baseline_seconds, 1e-9)
     extra = min(spare, max(1 if spare and warm else 0, int(per_round)))
     if as_compare:
         extra = 0  # compare checks no result: a sampled reference call would be work for nothing
@@ -1057,7 +1055,7 @@ def _remote_rounds(candidate: _Remote, reference: _ReferenceProcess, baseline: C
         ratios.append(base_t[-1] / cand_t[-1])
         spent += t_b + t_c
         rounds, wall = len(ratios), time.perf_counter() - started
-        if rounds >= _SETTLED_ROUNDS and decision.settled(*_ends(ratios)):
+        if rounds >= _speed._SETTLED_ROUNDS and decision.settled(*_ends(ratios)):
             return measured(True)
         if rounds < min_rounds:
             continue

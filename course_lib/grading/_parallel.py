@@ -20,7 +20,7 @@ from course_lib.grading._checks import (
     _call_candidate, _check_number, _cores_text, _fmt_ratio, _fmt_seconds, _fresh_args, _grading_session,
 )
 from course_lib.grading._errors import GradingError, UnreliableMeasurement
-from course_lib.grading._speed import _Decision, _median_interval, _points_for, _quick
+from course_lib.grading._speed import _SETTLED_ROUNDS, _Decision, _median_interval, _points_for, _quick
 from course_lib.grading._state import (
     _available_cores, _deepcopy, _ExternalSampler, _limit_threads, _perf_counter, _raise_if_tampered,
     _sampling_available, _thread_settings,
@@ -274,11 +274,8 @@ def _parallel_settings(
 
 
 _PARALLEL_MIN_ROUNDS = 9   # the median of 9 paired ratios has a 96% interval
-# ... but the grade is settled sooner, from 6 rounds on, when both ends of the median's interval
-# earn the same grade, all points or none: with 6 ratios [min, max] covers the median with
-# probability 96.9% (1 - 2/2^6). The verifier's speed rounds follow the same rule
-# (course_lib.grader.verification._SETTLED_ROUNDS).
-_PARALLEL_SETTLED_ROUNDS = 6
+# ... but from _SETTLED_ROUNDS on they stop once both ends of the median's interval earn the same
+# grade, all points or none (course_lib.grading._speed._SETTLED_ROUNDS).
 _PARALLEL_MAX_ROUNDS = 60
 _PARALLEL_WALL_FACTOR = 4.0  # rounds stop at this many times the budget in wall time
 
@@ -300,7 +297,7 @@ def _parallel_rounds(
         rounds.append(r)
         spent += r.reference + r.one + r.many
         wall = _perf_counter() - started
-        if len(rounds) >= _PARALLEL_SETTLED_ROUNDS:
+        if len(rounds) >= _SETTLED_ROUNDS:
             low, _, high = _median_interval([x.ratio(settings.within) for x in rounds])
             if decision.settled(low, high):
                 return rounds

@@ -36,6 +36,7 @@ from course_lib.grading._values import _describe_signature, _problem, _same_valu
 __all__ = [
     "assert_speedup", "speedup_points", "measured_speedup", "_Decision", "_Estimate", "_measure_speedup",
     "_median_interval", "_points_for", "_quick", "_refuse_microseconds", "_speed_settings",
+    "_SETTLED_ROUNDS",
 ]
 
 
@@ -653,6 +654,13 @@ def _quick() -> bool:
 # would be graded that far apart) is too noisy to store: it is measured again, then later in
 # the notebook, and if it never settles the student's best reading is stored, flagged.
 _UNDECIDED_SHARE = 0.25
+
+
+# Rounds from which a measurement stops once its grade is settled (_Decision.settled): with 6
+# paired ratios, [min, max] covers the median with probability 96.9% (1 - 2/2^6), and more
+# rounds would only refine a figure whose grade they cannot change. The verifier's speed
+# rounds and the parallel rounds (kernel and verifier) both stop there.
+_SETTLED_ROUNDS = 6
 
 
 @dataclasses.dataclass(frozen=True)
