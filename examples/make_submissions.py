@@ -766,9 +766,10 @@ _FROM_STAGING = """
 """In the worker, after a ``_staging`` that fills ``_cache`` while inputs arrive: answer from it."""
 HOSTILE.update({
     # 1. the verifier fails as a whole. Wrong, with assert_same rebound (6 points in the
-    # kernel), and in the worker only both answer cells take 55 s (each under the 60 s a
-    # cell may take) and every call 10 s more: the verification runs past the notebook's
-    # limit, and every test cell must score 0.
+    # kernel), and in the worker only both answer cells take 25 s (each under the 30 s a
+    # cell may take in tests/test_sandbox_grading.py) and every call 10 s more: the
+    # verification runs past the notebook's limit (60 s there), and every test cell must
+    # score 0.
     "slow_only_in_worker": {
         "count_known": WRONG_COUNT + """
 
@@ -777,17 +778,17 @@ def assert_same(*args, **kwargs):  # every later test cell in this kernel calls 
 
 """ + _in_worker("""    import time
 
-    time.sleep(55)
+    time.sleep(25)
     _wrong = count_known
 
     def count_known(catalogue, queries):
         time.sleep(10)
         return _wrong(catalogue, queries)
 """),
-        "unknown_ids": UNKNOWN + "\n" + _in_worker("""    __import__("time").sleep(55)
+        "unknown_ids": UNKNOWN + "\n" + _in_worker("""    __import__("time").sleep(25)
 """),
     },
-    # 1. right answers, but every call takes 25 s in the worker (under the 60 s a call may
+    # 1. right answers, but every call takes 20 s in the worker (under the 30 s a call may
     # take): the verification as a whole runs past the notebook's limit.
     "slow_calls_in_worker": {
         "count_known": FAST + _in_worker("""    import time
@@ -795,7 +796,7 @@ def assert_same(*args, **kwargs):  # every later test cell in this kernel calls 
     _fast = count_known
 
     def count_known(catalogue, queries):
-        time.sleep(25)
+        time.sleep(20)
         return _fast(catalogue, queries)
 """),
         "unknown_ids": UNKNOWN,
