@@ -205,14 +205,16 @@ def _reference_calls(seconds):
     open(_calls, "w").close()
     found = timing.compare(lambda a: _slow_copy(a, seconds), ends, make_args=lambda: (np.ones(4),), budget=0.2)
     pids = open(_calls).read().split()
-    # The reference process is a fork of this one: its calls are those from another process.
-    return found.rounds, sum(pid != str(os.getpid()) for pid in pids)
+    # The reference process is a fork of this one: its calls are those from another process;
+    # the calls made here come before the rounds (with the student's first calls).
+    here = sum(pid == str(os.getpid()) for pid in pids)
+    return found.rounds, len(pids) - here, here
 
 
 # 0.06 s, not 0.05: six rounds of 0.05 s spent exactly the 0.3 s after which compare's rounds
 # stop, and a call timed a little short (less the wait for a core, under load) made it seven.
 _long, _short = _reference_calls(0.25), _reference_calls(0.06)
-assert _long == (6, 6) and _short == (6, 12), (_long, _short)
+assert _long == (6, 6, 1) and _short == (6, 12, 3), (_long, _short)
 """
 
 
@@ -220,7 +222,9 @@ def test_a_fresh_reading_warms_no_long_reference_and_stops_at_compares_minimum(t
     # timing.compare against the grader's own function (a student's figure checked within a
     # wide factor): six rounds once the budget is spent, as compare takes, not the nine of a
     # speed cell; a reference whose one call lasts 0.1 s or more is timed without a warming
-    # call first (one call per round), a shorter one still warmed (two calls per round).
+    # call first (one call per round), a shorter one still warmed (two calls per round). Before
+    # the rounds, the long one is called once (its first call sizes its batch), the short one
+    # three times, as a speed cell's reference is.
     answer = FAST + "\n\ndef ends(a):\n    return float(a[0] + a[-1])\n"
     verdict = _verify(tmp_path, answer, LONG_REFERENCE_TEST, grade_id="test_figures_speed", points=1,
                       reference=answer)
