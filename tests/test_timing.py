@@ -144,8 +144,7 @@ def test_identical_functions_give_an_interval_containing_one():
 def test_one_disturbed_round_cannot_decide_the_result():
     # The candidate is the baseline, except that once, in the middle of the timed
     # rounds, one call is held up for 0.6 s (as a competing process might do). A
-    # ratio of total times would drop to about 0.5; the median of paired ratios
-    # must not notice.
+    # ratio of mean times drops under 0.5; the median of paired ratios must not notice.
     start = []
 
     def hiccup():
@@ -160,7 +159,12 @@ def test_one_disturbed_round_cannot_decide_the_result():
     c = timing.compare(work, hiccup, budget=1.0, confidence=0.99)
     assert len(start) == 2, "the hold-up never happened"
     assert min(c.ratios) < 0.3, "the hold-up fell outside the timed rounds"
-    assert 0.7 < c.ratio < 1.4
+    assert statistics.mean(c.baseline_times) / statistics.mean(c.candidate_times) < 0.5
+    # Both sides do the same work: the median stays near 1. Not within 0.7-1.4, which a
+    # fresh-clone `make test` missed once (1.43x over 8 rounds of 2 ms calls, beside the other
+    # worker's self-test, load 2.4), but as far from the mean's ratio as the test of two
+    # equal sides above allows.
+    assert 0.5 < c.ratio < 2
 
 
 def test_a_slow_side_after_a_slow_warm_up_is_calibrated_with_one_reading():
